@@ -1,0 +1,235 @@
+/**
+ * @fileoverview The byte-level automaton: what a decoder actually runs. It is the product of
+ *   - the state-level DFA (which marker may come next),
+ *   - a marker scanner with leftmost-longest semantics: its state is the pending residual `r`, the
+ *     shortest suffix of the text that may still start a marker (always a proper prefix of one),
+ *   - the content DFA of the current state (free text, whitespace-only, one-of strings),
+ *   - the phase: LLM text, Yield (an env-input marker was emitted; the host must feed the
+ *     environment's text) or AfterEnv (only whitespace, then a valid marker).
+ *
+ * Bytes that no marker or content constraint tells apart share a class, so the table has
+ * nStates × nClasses entries. States that cannot reach acceptance are removed, so "the next byte
+ * leads to a state" is exactly "the text so far can still be completed into a conforming run".
+ *
+ * Scanning (normalize): in the buffer r+b find the leftmost position i where a marker is complete or
+ * a marker may still start; if a longer marker may still complete at i, wait; otherwise commit the
+ * longest complete marker at i. Bytes left of i are free text of the current state.
+ */
+import { SpecError, SpecLimitError } from "../diagnostics.js";
+import { ByteFlag, type ByteDfa, type SpecIR, type StateDfa } from "../ir.js";
+import { contentDfa, wsContent, type ContentDfa } from "./content.js";
+import { liveness, minimize } from "./minimize.js";
+
+export const DEFAULT_MAX_BYTE_STATES = 60_000;
+
+const enum Phase { Llm = 0, Yield = 1, AfterEnv = 2 }
+
+interface Tuple { q: number; s: number; phase: Phase; c: number; r: string }
+
+const latin1 = (bytes: Uint8Array) => String.fromCharCode(...bytes);
+
+export interface MarkerScanner {
+  markers: string[];
+  /** Proper prefixes of markers (excluding the empty string). */
+  alive: Set<string>;
+}
+
+export function markerScanner(ir: SpecIR): MarkerScanner {
+  const enc = new TextEncoder();
+  const markers = ir.states.map((s) => latin1(enc.encode(s.marker)));
+  const alive = new Set<string>();
+  for (const m of markers) for (let k = 1; k < m.length; k++) alive.add(m.slice(0, k));
+  return { markers, alive };
+}
+
+export type ScanEvent = { free: string } | { marker: number };
+
+/**
+ * Leftmost-longest scan of `buf`. With `final`, no more input follows (nothing is pending).
+ * Returns the events and the new residual.
+ */
+export function scan(sc: MarkerScanner, buf: string, final: boolean): { events: ScanEvent[]; rest: string } {
+  const events: ScanEvent[] = [];
+  for (;;) {
+    let found = -1;
+    let best = -1;
+    let pending = false;
+    for (let i = 0; i < buf.length && found < 0; i++) {
+      for (let m = 0; m < sc.markers.length; m++) {
+        const mk = sc.markers[m]!;
+        if (buf.startsWith(mk, i) && (best < 0 || mk.length > sc.markers[best]!.length)) best = m;
+      }
+      pending = !final && sc.alive.has(buf.slice(i));
+      if (best >= 0 || pending) found = i;
+    }
+    if (found < 0) {
+      if (buf.length) events.push({ free: buf });
+      return { events, rest: "" };
+    }
+    if (found > 0) events.push({ free: buf.slice(0, found) });
+    if (pending) return { events, rest: buf.slice(found) };
+    events.push({ marker: best });
+    buf = buf.slice(found + sc.markers[best]!.length);
+  }
+}
+
+export interface ByteAutomatonOptions { maxStates?: number }
+
+export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptions = {}): ByteDfa {
+  const maxStates = opts.maxStates ?? DEFAULT_MAX_BYTE_STATES;
+  const sc = markerScanner(ir);
+  const contents = ir.states.map((s) => contentDfa(s.content));
+  const contentOf = (t: Tuple): ContentDfa => (t.s < 0 || t.phase === Phase.AfterEnv ? wsContent : contents[t.s]!);
+  const nSyms = dfa.nSyms;
+
+  // Byte classes: bytes of markers and content literals are significant one by one.
+  const sig = new Set<number>();
+  for (const m of sc.markers) for (let i = 0; i < m.length; i++) sig.add(m.charCodeAt(i));
+  for (const c of [wsContent, ...contents]) for (const b of c.significant) sig.add(b);
+  const classMap = new Uint8Array(256);
+  const reps: number[] = [];
+  const classOfKey = new Map<string, number>();
+  for (let b = 0; b < 256; b++) {
+    const key = sig.has(b) ? `b${b}` : "other";
+    let c = classOfKey.get(key);
+    if (c === undefined) { c = reps.length; classOfKey.set(key, c); reps.push(b); }
+    classMap[b] = c;
+  }
+  const nClasses = reps.length;
+  if (nClasses > 256) throw new SpecLimitError("byteClasses", nClasses, 256);
+
+  /** Applies scan events to a tuple; null = rejected. */
+  const apply = (t: Tuple, events: ScanEvent[], rest: string): Tuple | null => {
+    let { q, s, phase, c } = t;
+    for (const ev of events) {
+      if (phase === Phase.Yield) return null; // nothing may follow an env-input marker
+      const cd = s < 0 || phase === Phase.AfterEnv ? wsContent : contents[s]!;
+      if ("free" in ev) {
+        for (let i = 0; i < ev.free.length && c >= 0; i++) c = cd.step(c, ev.free.charCodeAt(i));
+        if (c < 0) return null;
+      } else {
+        if (!cd.accepting(c)) return null;
+        q = dfa.delta[q * nSyms + ev.marker]!;
+        if (q < 0) return null;
+        s = ev.marker;
+        phase = ir.states[s]!.env ? Phase.Yield : Phase.Llm;
+        c = contents[s]!.start;
+      }
+    }
+    if (phase === Phase.Yield && rest !== "") return null;
+    return { q, s, phase, c, r: rest };
+  };
+  const isAccepting = (t: Tuple): boolean => {
+    if (t.phase === Phase.Yield) return dfa.accepting[t.q]!;
+    const { events, rest } = scan(sc, t.r, true);
+    const f = apply({ ...t, r: "" }, events, rest);
+    return f !== null && f.phase !== Phase.Yield && f.s >= 0 && dfa.accepting[f.q]! && contentOf(f).accepting(f.c);
+  };
+
+  const tuples: Tuple[] = [];
+  const ids = new Map<string, number>();
+  const trans: number[] = [];
+  const envNext: number[] = [];
+  const intern = (t: Tuple): number => {
+    const k = `${t.q}|${t.s}|${t.phase}|${t.c}|${t.r}`;
+    let id = ids.get(k);
+    if (id === undefined) {
+      if (tuples.length >= maxStates) throw new SpecLimitError("maxByteStates", tuples.length + 1, maxStates);
+      id = tuples.length;
+      ids.set(k, id);
+      tuples.push(t);
+    }
+    return id;
+  };
+  intern({ q: dfa.initial, s: -1, phase: Phase.Llm, c: wsContent.start, r: "" });
+  for (let i = 0; i < tuples.length; i++) {
+    const t = tuples[i]!;
+    for (let k = 0; k < nClasses; k++) {
+      let next: Tuple | null = null;
+      if (t.phase !== Phase.Yield) {
+        const { events, rest } = scan(sc, t.r + String.fromCharCode(reps[k]!), false);
+        next = apply(t, events, rest);
+      }
+      trans[i * nClasses + k] = next ? intern(next) : -1;
+    }
+    envNext[i] = t.phase === Phase.Yield ? intern({ q: t.q, s: t.s, phase: Phase.AfterEnv, c: wsContent.start, r: "" }) : -1;
+  }
+
+  // Trim to live states (env edges count as an extra symbol).
+  const n = tuples.length;
+  const next = (s: number, a: number) => (a < nClasses ? trans[s * nClasses + a]! : envNext[s]!);
+  const accepting = tuples.map(isAccepting);
+  const { coreach } = liveness(n, nClasses + 1, 0, next, (s) => accepting[s]!);
+  if (!coreach[0]) {
+    throw new SpecError("E0402", "empty language: no text conforms to this spec (check the content constraints against the markers)", ir.behavior.span);
+  }
+  const entered = new Set<number>();
+  for (let s = 0; s < n; s++) if (coreach[s] && tuples[s]!.s >= 0) entered.add(tuples[s]!.s);
+  for (const st of ir.states) {
+    if (!entered.has(st.id)) {
+      throw new SpecError("E0403", `state ${st.name} can never be completed: no conforming text passes through it`, st.span,
+        st.content.kind === "oneOf" ? "its content constraint can never be satisfied (does an option contain a marker?)" : undefined);
+    }
+  }
+  const newId = new Int32Array(n).fill(-1);
+  let live = 0;
+  for (let s = 0; s < n; s++) if (coreach[s]) newId[s] = live++;
+  const out: ByteDfa = {
+    nStates: live, nClasses, classMap, initial: 0,
+    trans: new Int32Array(live * nClasses), flags: new Uint8Array(live),
+    specState: new Int32Array(live), envNext: new Int32Array(live), nextMarkers: [],
+  };
+  for (let s = 0; s < n; s++) {
+    const id = newId[s]!;
+    if (id < 0) continue;
+    const t = tuples[s]!;
+    for (let k = 0; k < nClasses; k++) {
+      const to = trans[s * nClasses + k]!;
+      out.trans[id * nClasses + k] = to >= 0 ? newId[to]! : -1;
+    }
+    out.flags[id] = (accepting[s] ? ByteFlag.Accepting : 0) | (t.phase === Phase.Yield ? ByteFlag.Yield : 0) | (t.phase === Phase.AfterEnv ? ByteFlag.AfterEnv : 0);
+    out.specState[id] = t.s;
+    out.envNext[id] = envNext[s]! >= 0 ? newId[envNext[s]!]! : -1;
+    const nm: number[] = [];
+    for (let a = 0; a < nSyms; a++) if (dfa.delta[t.q * nSyms + a]! >= 0) nm.push(a);
+    out.nextMarkers[id] = nm;
+  }
+  return out;
+}
+
+/** Minimizes a byte DFA; states keep their outputs (flags, spec state, valid next markers). */
+export function minimizeByteDfa(d: ByteDfa): ByteDfa {
+  const nSyms = d.nClasses + 1;
+  const next = (s: number, a: number) => (a < d.nClasses ? d.trans[s * d.nClasses + a]! : d.envNext[s]!);
+  const { blockOf, nBlocks } = minimize({
+    nStates: d.nStates, nSyms, initial: d.initial, next,
+    key: (s) => `${d.flags[s]}|${d.specState[s]}|${d.nextMarkers[s]!.join(",")}`,
+  });
+  const out: ByteDfa = {
+    nStates: nBlocks, nClasses: d.nClasses, classMap: d.classMap, initial: blockOf[d.initial]!,
+    trans: new Int32Array(nBlocks * d.nClasses), flags: new Uint8Array(nBlocks),
+    specState: new Int32Array(nBlocks), envNext: new Int32Array(nBlocks), nextMarkers: new Array(nBlocks),
+  };
+  for (let s = 0; s < d.nStates; s++) {
+    const b = blockOf[s]!;
+    for (let k = 0; k < d.nClasses; k++) {
+      const t = d.trans[s * d.nClasses + k]!;
+      out.trans[b * d.nClasses + k] = t < 0 ? -1 : blockOf[t]!;
+    }
+    out.flags[b] = d.flags[s]!;
+    out.specState[b] = d.specState[s]!;
+    out.envNext[b] = d.envNext[s]! < 0 ? -1 : blockOf[d.envNext[s]!]!;
+    out.nextMarkers[b] = d.nextMarkers[s]!;
+  }
+  return out;
+}
+
+/** Runs bytes from `state`; returns the final state or -(1 + index) of the first rejected byte. */
+export function runBytes(d: ByteDfa, state: number, bytes: Uint8Array): number {
+  let s = state;
+  for (let i = 0; i < bytes.length; i++) {
+    s = d.trans[s * d.nClasses + d.classMap[bytes[i]!]!]!;
+    if (s < 0) return -(1 + i);
+  }
+  return s;
+}

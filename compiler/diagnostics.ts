@@ -1,0 +1,93 @@
+/**
+ * @fileoverview The one catalog of diagnostics: every error specc reports has a stable code here,
+ * carries a source span, and is printed like a compiler prints errors — file:line:col, the source
+ * line, a caret under the offending text, and a hint when we know the fix.
+ *
+ * Codes: E01xx lexical/syntax, E02xx spec structure, E03xx behavior/semantics, E04xx automaton
+ * analyses (dead ends, empty language), E05xx limits, E06xx input files (traces, .wasm).
+ */
+import type { Span } from "./ir.js";
+
+export const Codes = {
+  E0101: "unbalanced parentheses",
+  E0102: "unterminated string",
+  E0103: "unexpected character",
+  E0104: "syntax error",
+  E0105: "empty input",
+  E0106: "input is not text",
+  E0201: "expected a definition",
+  E0202: "unknown section",
+  E0203: "malformed state",
+  E0204: "duplicate state",
+  E0205: "duplicate marker",
+  E0206: "empty marker",
+  E0207: "unknown flag",
+  E0208: "unused state",
+  E0209: "missing section",
+  E0210: "malformed content constraint",
+  E0211: "malformed constraint",
+  E0212: "env-input marker inside another marker",
+  E0301: "unknown operator",
+  E0302: "wrong number of arguments",
+  E0303: "undefined state",
+  E0304: "bad loop bounds",
+  E0401: "dead end",
+  E0402: "empty language",
+  E0403: "unreachable state",
+  E0501: "limit exceeded",
+  E0502: "table size limit",
+  E0601: "bad trace file",
+  E0602: "bad wasm file",
+} as const;
+export type Code = keyof typeof Codes;
+
+/** A diagnostic attached to source text. */
+export class SpecError extends Error {
+  constructor(
+    readonly code: Code,
+    message: string,
+    readonly span: Span | null,
+    readonly hint?: string,
+  ) {
+    super(message);
+    this.name = "SpecError";
+  }
+}
+
+/** A stage exceeded an explicit limit (states, PDA size, loop expansion...). */
+export class SpecLimitError extends SpecError {
+  constructor(readonly limit: string, readonly value: number, readonly max: number, span: Span | null = null) {
+    super("E0501", `limit exceeded: ${limit} would be ${value}, the limit is ${max}`, span,
+      `simplify the spec or raise the limit (option ${limit})`);
+    this.name = "SpecLimitError";
+  }
+}
+
+/** Builds a span from a UTF-16 offset range of `text`. */
+export function spanAt(file: string, text: string, offset: number, end = offset + 1): Span {
+  let line = 1;
+  let col = 1;
+  for (let i = 0; i < offset && i < text.length; i++) {
+    if (text.charCodeAt(i) === 10) { line++; col = 1; } else col++;
+  }
+  return { file, line, col, offset, end: Math.max(end, offset) };
+}
+
+/** Renders a diagnostic the way compilers do. `text` is the source the span points into. */
+export function formatDiagnostic(err: SpecError, text?: string): string {
+  const head = `error[${err.code}]: ${err.message}`;
+  const s = err.span;
+  if (!s) return err.hint ? `${head}\n  = hint: ${err.hint}` : head;
+  const out = [`${s.file}:${s.line}:${s.col}: ${head}`];
+  if (text !== undefined) {
+    const lines = text.split("\n");
+    const src = (lines[s.line - 1] ?? "").replace(/\r$/, "").replace(/\t/g, " ");
+    const gutter = String(s.line).length;
+    const width = Math.max(1, Math.min(s.end - s.offset, src.length - (s.col - 1)));
+    out.push(`${" ".repeat(gutter)} |`);
+    out.push(`${s.line} | ${src}`);
+    out.push(`${" ".repeat(gutter)} | ${" ".repeat(Math.max(0, s.col - 1))}${"^".repeat(width)}`);
+  }
+  if (err.hint) out.push(`  = hint: ${err.hint}`);
+  return out.join("\n");
+}

@@ -1,0 +1,314 @@
+/**
+ * @fileoverview S-expression AST → SpecIR. This is where the agent-spec language is defined:
+ *
+ *   (define NAME
+ *     (:states (STATE (:text "marker") [(:flags :env-input)] [(:output-constrs "a" "b" ...)]) ...)
+ *     (:behavior FORMULA)
+ *     [(:constraints (at-most N STATE) (at-least N STATE) (eventually STATE) ...)])
+ *
+ *   FORMULA = STATE | (next F ...) | (or F ...) | (until F F) | (until_N F F) | (until_M_N F F)
+ *           | (always F)
+ *
+ * Every check that needs only the spec's text (names, markers, flags, arities) lives here and
+ * reports all errors it finds, each with a span; checks that need the automaton (dead ends, empty
+ * language) live in the automaton stages.
+ */
+import { SpecError } from "./diagnostics.js";
+import type { Behavior, ConstraintIR, ContentIR, Span, SpecIR, StateIR } from "./ir.js";
+import type { SExpr } from "./frontend/parse.js";
+
+/** Largest N accepted in `until_N` / `at-most N` (bounded-loop expansion is linear in N). */
+export const MAX_LOOP_BOUND = 64;
+
+const KNOWN_FLAGS = [":env-input"];
+const OPERATORS = ["next", "or", "until", "always"];
+
+type Atom = Extract<SExpr, { kind: "atom" }>;
+type List = Extract<SExpr, { kind: "list" }>;
+
+export function lower(forms: SExpr[], file: string): SpecIR {
+  const errors: SpecError[] = [];
+  const fail = (e: SpecError) => { errors.push(e); };
+  const first = forms[0]!;
+  if (!isList(first) || !isSym(first.items[0], "define")) {
+    throw new SpecError("E0201", "expected (define NAME (:states ...) (:behavior ...))", first.span,
+      "a spec file holds one definition; see examples/react.agent");
+  }
+  if (forms.length > 1) {
+    throw new SpecError("E0201", "unexpected form after the definition", forms[1]!.span,
+      "a spec file holds exactly one (define ...); if this belongs inside it, check the parentheses of the lines above");
+  }
+  const name = first.items[1];
+  if (!name || name.kind !== "atom" || name.type !== "symbol") {
+    throw new SpecError("E0201", "expected the agent's name after define", name?.span ?? first.openSpan);
+  }
+  let statesForm: List | undefined;
+  let behaviorForm: List | undefined;
+  let constraintsForm: List | undefined;
+  for (const sec of first.items.slice(2)) {
+    const head = isList(sec) ? sec.items[0] : undefined;
+    const key = head && head.kind === "atom" && head.type === "keyword" ? head.value : undefined;
+    if (key === ":states" && !statesForm) statesForm = sec as List;
+    else if (key === ":behavior" && !behaviorForm) behaviorForm = sec as List;
+    else if (key === ":constraints" && !constraintsForm) constraintsForm = sec as List;
+    else {
+      const what = key ? `unknown or repeated section ${key}` : "expected a section (:states ...), (:behavior ...) or (:constraints ...)";
+      fail(new SpecError("E0202", what, (head ?? sec).span, suggest(key ?? "", [":states", ":behavior", ":constraints"])));
+    }
+  }
+  if (!statesForm) throw withMore(new SpecError("E0209", "missing (:states ...) section", first.openSpan), errors);
+  if (!behaviorForm) throw withMore(new SpecError("E0209", "missing (:behavior ...) section", first.openSpan), errors);
+
+  // States.
+  const states: StateIR[] = [];
+  const byName = new Map<string, StateIR>();
+  const byMarker = new Map<string, StateIR>();
+  for (const sf of statesForm.items.slice(1)) {
+    const st = lowerState(sf, states.length, fail);
+    if (!st) continue;
+    const dup = byName.get(st.name);
+    if (dup) {
+      fail(new SpecError("E0204", `duplicate state ${st.name} (first defined at ${dup.span.line}:${dup.span.col})`, st.span,
+        "give each state a unique name"));
+      continue;
+    }
+    const dupM = byMarker.get(st.marker);
+    if (dupM && st.marker !== "") {
+      fail(new SpecError("E0205", `duplicate marker ${JSON.stringify(st.marker)}: states ${dupM.name} and ${st.name} would be indistinguishable`, st.span,
+        "give each state a distinct :text"));
+    }
+    byName.set(st.name, st);
+    byMarker.set(st.marker, st);
+    states.push(st);
+  }
+  if (states.length === 0) fail(new SpecError("E0203", "the :states section declares no state", statesForm.openSpan));
+
+  // Behavior.
+  const used = new Set<number>();
+  if (behaviorForm.items.length !== 2) {
+    fail(new SpecError("E0302", `(:behavior ...) takes exactly one formula, got ${behaviorForm.items.length - 1}`, behaviorForm.openSpan,
+      "combine steps with (next ...), e.g. (:behavior (next Question Answer))"));
+  }
+  const behavior = behaviorForm.items[1] ? lowerFormula(behaviorForm.items[1], byName, used, fail) : null;
+
+  // Constraints.
+  const constraints: ConstraintIR[] = [];
+  for (const cf of constraintsForm?.items.slice(1) ?? []) {
+    const c = lowerConstraint(cf, byName, fail);
+    if (c) constraints.push(c);
+  }
+
+  for (const st of states) {
+    if (!used.has(st.id)) {
+      fail(new SpecError("E0208", `state ${st.name} is never used in the behavior`, st.span,
+        `remove it, or use it in (:behavior ...)`));
+    }
+  }
+  checkEnvMarkers(states, fail);
+  if (errors.length > 0) throw withMore(errors[0]!, errors.slice(1));
+  return { name: name.value, file, states, behavior: behavior!, constraints };
+}
+
+function withMore(e: SpecError, more: SpecError[]): SpecError {
+  (e as SpecError & { more?: SpecError[] }).more = more.filter((m) => m !== e);
+  return e;
+}
+
+function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void): StateIR | undefined {
+  if (!isList(sf) || !sf.items[0] || sf.items[0].kind !== "atom" || sf.items[0].type !== "symbol") {
+    fail(new SpecError("E0203", "expected a state: (NAME (:text \"marker\") ...)", sf.span,
+      isList(sf) && sf.items[0]?.kind === "atom" && sf.items[0].type === "keyword"
+        ? "a property appears where a state was expected: a ')' earlier on this or the previous line probably closes the state too soon"
+        : undefined));
+    return undefined;
+  }
+  const nameAtom = sf.items[0];
+  let marker: string | undefined;
+  let env = false;
+  let content: ContentIR = { kind: "any" };
+  for (const prop of sf.items.slice(1)) {
+    const key = isList(prop) && prop.items[0]?.kind === "atom" ? (prop.items[0] as Atom).value : undefined;
+    const args = isList(prop) ? prop.items.slice(1) : [];
+    if (key === ":text") {
+      const s = args[0];
+      if (args.length !== 1 || !s || s.kind !== "atom" || s.type !== "string") {
+        fail(new SpecError("E0203", "(:text ...) takes one string", prop.span, '(:text "Thought:")'));
+        continue;
+      }
+      if (s.value.length === 0) {
+        fail(new SpecError("E0206", `state ${nameAtom.value} has an empty marker`, s.span,
+          "a marker is the text that announces the state in the output, e.g. \"Thought:\""));
+        marker = "";
+        continue;
+      }
+      marker = s.value;
+    } else if (key === ":flags") {
+      for (const f of args) {
+        if (f.kind === "atom" && f.type === "keyword" && KNOWN_FLAGS.includes(f.value)) env = true;
+        else fail(new SpecError("E0207", `unknown flag ${f.kind === "atom" ? f.value : "(...)"}`, f.span,
+          suggest(f.kind === "atom" ? f.value : "", KNOWN_FLAGS) ?? "the known flag is :env-input"));
+      }
+    } else if (key === ":output-constrs") {
+      const options: string[] = [];
+      for (const a of args) {
+        if (a.kind !== "atom" || a.type !== "string" || a.value.trim() === "") {
+          fail(new SpecError("E0210", "(:output-constrs ...) takes non-empty strings", a.span, '(:output-constrs "Search" "Lookup")'));
+        } else options.push(a.value.trim());
+      }
+      if (args.length === 0) fail(new SpecError("E0210", "(:output-constrs) needs at least one string", prop.span, '(:output-constrs "Search" "Lookup")'));
+      content = { kind: "oneOf", options: [...new Set(options)], span: prop.span };
+    } else {
+      fail(new SpecError("E0203", `unknown state property ${key ?? "(...)"}`, prop.span,
+        suggest(key ?? "", [":text", ":flags", ":output-constrs"]) ?? "known properties: :text, :flags, :output-constrs"));
+    }
+  }
+  if (marker === undefined) {
+    fail(new SpecError("E0203", `state ${nameAtom.value} has no (:text "marker")`, sf.span, '(:text "Thought:")'));
+    return undefined;
+  }
+  return { id, name: nameAtom.value, marker, env, content, span: nameAtom.span };
+}
+
+function lowerFormula(f: SExpr, byName: Map<string, StateIR>, used: Set<number>, fail: (e: SpecError) => void): Behavior {
+  const bad: Behavior = { op: "or", args: [], span: f.span };
+  if (f.kind === "atom") {
+    if (f.type !== "symbol") {
+      fail(new SpecError("E0303", `expected a state name, found ${f.type} ${f.value}`, f.span));
+      return bad;
+    }
+    const st = byName.get(f.value);
+    if (!st) {
+      fail(new SpecError("E0303", `undefined state ${f.value}`, f.span,
+        suggest(f.value, [...byName.keys()]) ?? `declare it in (:states ...): (${f.value} (:text "..."))`));
+      return bad;
+    }
+    used.add(st.id);
+    return { op: "state", state: st.id, span: f.span };
+  }
+  const head = f.items[0];
+  if (!head || head.kind !== "atom" || head.type !== "symbol") {
+    fail(new SpecError("E0301", "expected an operator: next, or, until, until_N, until_M_N, always", (head ?? f).span));
+    return bad;
+  }
+  const args = f.items.slice(1).map((a) => lowerFormula(a, byName, used, fail));
+  const arity = (ok: boolean, want: string) => {
+    if (!ok) fail(new SpecError("E0302", `${head.value} takes ${want}, got ${args.length}`, head.span,
+      `e.g. ${example(head.value)}`));
+    return ok;
+  };
+  const op = head.value;
+  if (op === "next" || op === "or") {
+    if (!arity(args.length >= 1, "one or more arguments")) return bad;
+    return args.length === 1 ? args[0]! : { op, args, span: f.span };
+  }
+  if (op === "always") {
+    if (!arity(args.length === 1, "exactly one argument")) return bad;
+    return { op: "always", body: args[0]!, span: f.span };
+  }
+  const m = /^until(?:_(\d+))?(?:_(\d+))?$/.exec(op);
+  if (m) {
+    if (!arity(args.length === 2, "exactly two arguments")) return bad;
+    let min = 0;
+    let max: number | null = null;
+    if (m[1] !== undefined && m[2] !== undefined) { min = Number(m[1]); max = Number(m[2]); }
+    else if (m[1] !== undefined) max = Number(m[1]);
+    if (max !== null && (min > max || max > MAX_LOOP_BOUND)) {
+      fail(new SpecError("E0304", max > MAX_LOOP_BOUND
+        ? `loop bound ${max} exceeds the limit ${MAX_LOOP_BOUND}` : `loop bounds ${min}..${max}: the minimum exceeds the maximum`,
+        head.span, max > MAX_LOOP_BOUND ? "use an unbounded (until a b) with an (at-most N S) constraint, or a smaller bound" : "write (until_MIN_MAX a b) with MIN ≤ MAX"));
+      return bad;
+    }
+    return { op: "until", body: args[0]!, then: args[1]!, min, max, span: f.span };
+  }
+  fail(new SpecError("E0301", `unknown operator ${op}`, head.span,
+    suggest(op, OPERATORS) ?? "operators: next, or, until, until_N, until_M_N, always"));
+  return bad;
+}
+
+function lowerConstraint(cf: SExpr, byName: Map<string, StateIR>, fail: (e: SpecError) => void): ConstraintIR | undefined {
+  const usage = "(at-most N STATE), (at-least N STATE) or (eventually STATE)";
+  if (!isList(cf) || cf.items[0]?.kind !== "atom") {
+    fail(new SpecError("E0211", `expected a constraint: ${usage}`, cf.span));
+    return undefined;
+  }
+  const kind = (cf.items[0] as Atom).value;
+  const args = cf.items.slice(1);
+  const stateArg = (a: SExpr | undefined) => {
+    if (!a || a.kind !== "atom" || a.type !== "symbol") { fail(new SpecError("E0211", `expected a state name in ${kind}`, (a ?? cf).span, usage)); return undefined; }
+    const st = byName.get(a.value);
+    if (!st) { fail(new SpecError("E0303", `undefined state ${a.value}`, a.span, suggest(a.value, [...byName.keys()]))); return undefined; }
+    return st.id;
+  };
+  if (kind === "eventually") {
+    if (args.length !== 1) { fail(new SpecError("E0302", `eventually takes one state, got ${args.length}`, cf.span, "(eventually Answer)")); return undefined; }
+    const s = stateArg(args[0]);
+    return s === undefined ? undefined : { kind: "eventually", state: s, span: cf.span };
+  }
+  if (kind === "at-most" || kind === "at-least") {
+    const n = args[0];
+    if (args.length !== 2 || !n || n.kind !== "atom" || !/^\d+$/.test(n.value)) {
+      fail(new SpecError("E0302", `${kind} takes a count and a state`, cf.span, `(${kind} 3 Action)`));
+      return undefined;
+    }
+    const count = Number(n.value);
+    if (count > MAX_LOOP_BOUND) { fail(new SpecError("E0304", `count ${count} exceeds the limit ${MAX_LOOP_BOUND}`, n.span)); return undefined; }
+    const s = stateArg(args[1]);
+    return s === undefined ? undefined : { kind: kind === "at-most" ? "atMost" : "atLeast", state: s, n: count, span: cf.span };
+  }
+  fail(new SpecError("E0211", `unknown constraint ${kind}`, cf.items[0]!.span, suggest(kind, ["at-most", "at-least", "eventually"]) ?? usage));
+  return undefined;
+}
+
+/**
+ * The runtime ends the LLM's turn the moment an env-input marker is complete, so that moment must
+ * be unambiguous: the marker may not occur inside another marker except as its suffix (where the
+ * longer marker wins, leftmost-longest).
+ */
+function checkEnvMarkers(states: StateIR[], fail: (e: SpecError) => void): void {
+  for (const e of states) {
+    if (!e.env || e.marker === "") continue;
+    for (const m of states) {
+      if (m === e || m.marker === "") continue;
+      const at = m.marker.indexOf(e.marker);
+      if (at >= 0 && at + e.marker.length < m.marker.length) {
+        fail(new SpecError("E0212", `the env-input marker ${JSON.stringify(e.marker)} occurs inside the marker ${JSON.stringify(m.marker)} of ${m.name}`,
+          e.span, "when the LLM writes an env-input marker its turn ends, so that marker must not begin or sit inside another marker; rename one of them"));
+      }
+    }
+  }
+}
+
+function example(op: string): string {
+  if (op === "always") return "(always (next Chat-Bot User))";
+  if (op.startsWith("until")) return `(${op} (next Thought Action) Answer)`;
+  return `(${op} Thought Answer)`;
+}
+
+const isList = (e: SExpr | undefined): e is List => e?.kind === "list";
+const isSym = (e: SExpr | undefined, v: string) => e?.kind === "atom" && e.type === "symbol" && e.value === v;
+
+/** "did you mean X?" for the closest candidate within edit distance 2. */
+export function suggest(word: string, candidates: string[]): string | undefined {
+  let best: string | undefined;
+  let bestD = 3;
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (d < bestD) { bestD = d; best = c; }
+  }
+  return best !== undefined && word !== "" ? `did you mean ${best}?` : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  const dp = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = dp[0]!;
+    dp[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = dp[j]!;
+      dp[j] = Math.min(dp[j]! + 1, dp[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return dp[b.length]!;
+}
+export type { Span };

@@ -1,0 +1,338 @@
+/**
+ * @fileoverview Serialization of a ByteDfa (plus its spec states) into the binary table format of
+ * docs/abi.md, and the validating parser for it.
+ *
+ * The tables are what the WebAssembly runtime reads at TABLE_BASE; `parseTables` is used by the
+ * bindings (to validate a .wasm's tables once, so that the runtime never reads out of bounds) and by
+ * the tests (round trip). Output is deterministic: same input, same bytes.
+ */
+
+import type { ByteDfa, StateIR } from "./ir.js";
+
+/** Address of the tables in linear memory. */
+export const TABLE_BASE = 16;
+export const TABLES_MAGIC = 0x43435053; // bytes "S P C C"
+export const TABLES_VERSION = 1;
+export const TABLES_BOM = 0xfeff;
+export const HEADER_SIZE = 64;
+/** The runtime's static data starts at 2 MiB; the tables live in [TABLE_BASE, 2 MiB). */
+export const MAX_TABLES_BYTES = 2 * 1024 * 1024 - TABLE_BASE;
+/** u16 entries use 0xFFFF as "none", so counts must stay below it. */
+export const MAX_U16_COUNT = 0xffff;
+const NONE16 = 0xffff;
+const SPEC_RECORD = 20;
+const KNOWN_STATE_FLAGS = 0x7;
+const KNOWN_SPEC_FLAGS = 0x1;
+
+/** A table size limit was exceeded (`E0502 table size limit`). */
+export class SpecLimitError extends Error {
+  readonly code = "E0502" as const;
+  /** Which limit: "states", "spec states" or "table size". */
+  readonly limit: string;
+  /** The value that exceeded it. */
+  readonly actual: number;
+  /** The largest allowed value. */
+  readonly max: number;
+  constructor(limit: string, actual: number, max: number, message: string) {
+    super(`E0502 table size limit: ${message}`);
+    this.name = "SpecLimitError";
+    this.limit = limit;
+    this.actual = actual;
+    this.max = max;
+  }
+}
+
+/** What `parseTables` gives back for each spec state. */
+export interface TableSpecState {
+  name: string;
+  marker: string;
+  env: boolean;
+}
+
+const align4 = (n: number): number => (n + 3) & ~3;
+
+function checkDfa(dfa: ByteDfa, nSpec: number): void {
+  const bad = (what: string): never => {
+    throw new Error(`serializeTables: malformed ByteDfa: ${what}`);
+  };
+  const { nStates, nClasses } = dfa;
+  if (!Number.isInteger(nStates) || nStates < 1) bad(`nStates = ${nStates}`);
+  if (!Number.isInteger(nClasses) || nClasses < 1 || nClasses > 256) bad(`nClasses = ${nClasses}`);
+  if (dfa.classMap.length !== 256) bad(`classMap has ${dfa.classMap.length} entries, not 256`);
+  for (let b = 0; b < 256; b++) if (dfa.classMap[b]! >= nClasses) bad(`classMap[${b}] = ${dfa.classMap[b]}`);
+  if (!Number.isInteger(dfa.initial) || dfa.initial < 0 || dfa.initial >= nStates) bad(`initial = ${dfa.initial}`);
+  if (dfa.trans.length !== nStates * nClasses) bad(`trans has ${dfa.trans.length} entries`);
+  for (let i = 0; i < dfa.trans.length; i++) {
+    const t = dfa.trans[i]!;
+    if (t < -1 || t >= nStates) bad(`trans[${i}] = ${t}`);
+  }
+  for (const [name, arr] of [["flags", dfa.flags], ["specState", dfa.specState], ["envNext", dfa.envNext]] as const) {
+    if (arr.length !== nStates) bad(`${name} has ${arr.length} entries`);
+  }
+  if (dfa.nextMarkers.length !== nStates) bad(`nextMarkers has ${dfa.nextMarkers.length} entries`);
+  for (let s = 0; s < nStates; s++) {
+    if (dfa.flags[s]! & ~KNOWN_STATE_FLAGS) bad(`flags[${s}] = ${dfa.flags[s]}`);
+    const sp = dfa.specState[s]!;
+    if (sp < -1 || sp >= nSpec) bad(`specState[${s}] = ${sp}`);
+    const en = dfa.envNext[s]!;
+    if (en < -1 || en >= nStates) bad(`envNext[${s}] = ${en}`);
+    for (const id of dfa.nextMarkers[s]!) {
+      if (!Number.isInteger(id) || id < 0 || id >= nSpec) bad(`nextMarkers[${s}] contains ${id}`);
+    }
+  }
+}
+
+/**
+ * Serialize `dfa` and the spec `states` (in id order) into the format of docs/abi.md.
+ * Throws `SpecLimitError` when the tables would not fit the runtime's limits and a plain `Error`
+ * when `dfa` is internally inconsistent (a compiler bug).
+ */
+export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
+  const nSpec = states.length;
+  if (dfa.nStates >= MAX_U16_COUNT) {
+    throw new SpecLimitError(
+      "states",
+      dfa.nStates,
+      MAX_U16_COUNT - 1,
+      `the byte-level DFA has ${dfa.nStates} states; at most ${MAX_U16_COUNT - 1} fit the u16 tables`,
+    );
+  }
+  if (nSpec >= MAX_U16_COUNT) {
+    throw new SpecLimitError(
+      "spec states",
+      nSpec,
+      MAX_U16_COUNT - 1,
+      `the spec has ${nSpec} states; at most ${MAX_U16_COUNT - 1} fit the u16 tables`,
+    );
+  }
+  checkDfa(dfa, nSpec);
+  const { nStates, nClasses } = dfa;
+
+  // Deduplicate nextMarkers sets, numbered in order of first use.
+  const setIndex = new Map<string, number>();
+  const sets: number[][] = [];
+  const stateSet = new Array<number>(nStates);
+  for (let s = 0; s < nStates; s++) {
+    const ids = dfa.nextMarkers[s]!;
+    const key = ids.join(",");
+    let idx = setIndex.get(key);
+    if (idx === undefined) {
+      idx = sets.length;
+      setIndex.set(key, idx);
+      sets.push(ids.slice());
+    }
+    stateSet[s] = idx;
+  }
+
+  const enc = new TextEncoder();
+  const markers = states.map((st) => enc.encode(st.marker));
+  const names = states.map((st) => enc.encode(st.name));
+
+  // Layout.
+  const offClassmap = HEADER_SIZE;
+  const offTrans = offClassmap + 256;
+  const offInfo = align4(offTrans + 2 * nStates * nClasses);
+  const offSets = offInfo + 8 * nStates;
+  let p = offSets + 4 * sets.length;
+  const setOffs = sets.map((ids) => {
+    const o = p;
+    p += 2 + 2 * ids.length;
+    return o;
+  });
+  const offSpec = align4(p);
+  p = offSpec + SPEC_RECORD * nSpec;
+  const strOffs = states.map((_, i) => {
+    const m = p;
+    p += markers[i]!.length;
+    const n = p;
+    p += names[i]!.length;
+    return [m, n] as const;
+  });
+  const total = align4(p);
+  if (total > MAX_TABLES_BYTES) {
+    throw new SpecLimitError(
+      "table size",
+      total,
+      MAX_TABLES_BYTES,
+      `the tables need ${total} bytes (${nStates} states × ${nClasses} byte classes); the limit is ${MAX_TABLES_BYTES} bytes (2 MiB - 16)`,
+    );
+  }
+
+  const out = new Uint8Array(total);
+  const v = new DataView(out.buffer);
+  v.setUint32(0, TABLES_MAGIC, true);
+  v.setUint16(4, TABLES_VERSION, true);
+  v.setUint16(6, TABLES_BOM, true);
+  v.setUint32(8, total, true);
+  v.setUint32(12, nStates, true);
+  v.setUint32(16, nClasses, true);
+  v.setUint32(20, dfa.initial, true);
+  v.setUint32(24, nSpec, true);
+  v.setUint32(28, offClassmap, true);
+  v.setUint32(32, offTrans, true);
+  v.setUint32(36, offInfo, true);
+  v.setUint32(40, offSets, true);
+  v.setUint32(44, sets.length, true);
+  v.setUint32(48, offSpec, true);
+  // 52..63 reserved, already 0.
+
+  out.set(dfa.classMap, offClassmap);
+  for (let i = 0; i < nStates * nClasses; i++) {
+    const t = dfa.trans[i]!;
+    v.setUint16(offTrans + 2 * i, t < 0 ? NONE16 : t, true);
+  }
+  for (let s = 0; s < nStates; s++) {
+    const o = offInfo + 8 * s;
+    const sp = dfa.specState[s]!;
+    const en = dfa.envNext[s]!;
+    v.setUint16(o, dfa.flags[s]!, true);
+    v.setUint16(o + 2, sp < 0 ? NONE16 : sp, true);
+    v.setUint16(o + 4, en < 0 ? NONE16 : en, true);
+    v.setUint16(o + 6, stateSet[s]!, true);
+  }
+  sets.forEach((ids, k) => {
+    const o = setOffs[k]!;
+    v.setUint32(offSets + 4 * k, o, true);
+    v.setUint16(o, ids.length, true);
+    ids.forEach((id, j) => v.setUint16(o + 2 + 2 * j, id, true));
+  });
+  states.forEach((st, i) => {
+    const o = offSpec + SPEC_RECORD * i;
+    const [mOff, nOff] = strOffs[i]!;
+    v.setUint32(o, mOff, true);
+    v.setUint32(o + 4, markers[i]!.length, true);
+    v.setUint32(o + 8, nOff, true);
+    v.setUint32(o + 12, names[i]!.length, true);
+    v.setUint32(o + 16, st.env ? 1 : 0, true);
+    out.set(markers[i]!, mOff);
+    out.set(names[i]!, nOff);
+  });
+  return out;
+}
+
+/**
+ * Parse and fully validate tables (exactly `total length` bytes, starting at the magic). Every
+ * count, offset, length and table entry is checked; malformed input throws an `Error` that says
+ * what is wrong, never reads out of bounds.
+ */
+export function parseTables(bytes: Uint8Array): { dfa: ByteDfa; states: TableSpecState[] } {
+  const fail = (msg: string): never => {
+    throw new Error(`invalid specc tables: ${msg}`);
+  };
+  const len = bytes.length;
+  if (len < 4) fail(`truncated: ${len} bytes, the header alone needs ${HEADER_SIZE}`);
+  const v = new DataView(bytes.buffer, bytes.byteOffset, len);
+  const magic = v.getUint32(0, true);
+  if (magic !== TABLES_MAGIC) {
+    fail(`bad magic 0x${magic.toString(16).padStart(8, "0")} (expected 0x${TABLES_MAGIC.toString(16)}, "SPCC")`);
+  }
+  if (len < HEADER_SIZE) fail(`truncated: ${len} bytes, the header alone needs ${HEADER_SIZE}`);
+  const bom = v.getUint16(6, true);
+  if (bom === 0xfffe) fail("byte-order mark reads 0xFFFE: the tables were written with the wrong byte order");
+  if (bom !== TABLES_BOM) fail(`bad byte-order mark 0x${bom.toString(16)} (expected 0xFEFF)`);
+  const version = v.getUint16(4, true);
+  if (version !== TABLES_VERSION) fail(`format version ${version}, this specc reads version ${TABLES_VERSION}`);
+  const total = v.getUint32(8, true);
+  if (total > MAX_TABLES_BYTES) fail(`total length ${total} exceeds the limit of ${MAX_TABLES_BYTES} bytes`);
+  if (len < total) fail(`truncated: the header says ${total} bytes, got ${len}`);
+  if (len > total) fail(`${len - total} trailing bytes after the ${total} bytes the header announces`);
+  for (let o = 52; o < HEADER_SIZE; o += 4) if (v.getUint32(o, true) !== 0) fail(`reserved header word at ${o} is not 0`);
+
+  const nStates = v.getUint32(12, true);
+  const nClasses = v.getUint32(16, true);
+  const initial = v.getUint32(20, true);
+  const nSpec = v.getUint32(24, true);
+  const offClassmap = v.getUint32(28, true);
+  const offTrans = v.getUint32(32, true);
+  const offInfo = v.getUint32(36, true);
+  const offSets = v.getUint32(40, true);
+  const nSets = v.getUint32(44, true);
+  const offSpec = v.getUint32(48, true);
+  if (nStates < 1 || nStates >= MAX_U16_COUNT) fail(`nStates = ${nStates} (must be 1..${MAX_U16_COUNT - 1})`);
+  if (nClasses < 1 || nClasses > 256) fail(`nClasses = ${nClasses} (must be 1..256)`);
+  if (initial >= nStates) fail(`initial state ${initial} >= nStates ${nStates}`);
+  if (nSpec >= MAX_U16_COUNT) fail(`nSpec = ${nSpec} (must be < ${MAX_U16_COUNT})`);
+  if (nSets < 1 || nSets > nStates) fail(`nSets = ${nSets} (must be 1..nStates)`);
+
+  /** [off, off + size) must lie inside the tables, after the header. */
+  const region = (what: string, off: number, size: number): void => {
+    if (off < HEADER_SIZE || off + size > total) {
+      fail(`${what} [${off}, ${off + size}) lies outside the tables [${HEADER_SIZE}, ${total})`);
+    }
+  };
+  region("classmap", offClassmap, 256);
+  region("trans", offTrans, 2 * nStates * nClasses);
+  region("state info", offInfo, 8 * nStates);
+  region("set offsets", offSets, 4 * nSets);
+  region("spec records", offSpec, SPEC_RECORD * nSpec);
+
+  const classMap = bytes.slice(offClassmap, offClassmap + 256);
+  for (let b = 0; b < 256; b++) if (classMap[b]! >= nClasses) fail(`classmap[${b}] = ${classMap[b]} >= nClasses ${nClasses}`);
+
+  const trans = new Int32Array(nStates * nClasses);
+  for (let i = 0; i < trans.length; i++) {
+    const t = v.getUint16(offTrans + 2 * i, true);
+    if (t === NONE16) trans[i] = -1;
+    else if (t >= nStates) fail(`transition ${i} goes to state ${t} >= nStates ${nStates}`);
+    else trans[i] = t;
+  }
+
+  const sets: number[][] = [];
+  for (let k = 0; k < nSets; k++) {
+    const o = v.getUint32(offSets + 4 * k, true);
+    region(`set ${k} header`, o, 2);
+    const count = v.getUint16(o, true);
+    region(`set ${k}`, o, 2 + 2 * count);
+    const ids: number[] = [];
+    for (let j = 0; j < count; j++) {
+      const id = v.getUint16(o + 2 + 2 * j, true);
+      if (id >= nSpec) fail(`set ${k} contains spec state ${id} >= nSpec ${nSpec}`);
+      ids.push(id);
+    }
+    sets.push(ids);
+  }
+
+  const flags = new Uint8Array(nStates);
+  const specState = new Int32Array(nStates);
+  const envNext = new Int32Array(nStates);
+  const nextMarkers: number[][] = [];
+  for (let s = 0; s < nStates; s++) {
+    const o = offInfo + 8 * s;
+    const f = v.getUint16(o, true);
+    if (f & ~KNOWN_STATE_FLAGS) fail(`state ${s} has unknown flag bits 0x${f.toString(16)}`);
+    flags[s] = f;
+    const sp = v.getUint16(o + 2, true);
+    if (sp !== NONE16 && sp >= nSpec) fail(`state ${s} has spec state ${sp} >= nSpec ${nSpec}`);
+    specState[s] = sp === NONE16 ? -1 : sp;
+    const en = v.getUint16(o + 4, true);
+    if (en !== NONE16 && en >= nStates) fail(`state ${s} has envNext ${en} >= nStates ${nStates}`);
+    envNext[s] = en === NONE16 ? -1 : en;
+    const set = v.getUint16(o + 6, true);
+    if (set >= nSets) fail(`state ${s} uses set ${set} >= nSets ${nSets}`);
+    nextMarkers.push(sets[set]!.slice());
+  }
+
+  const dec = new TextDecoder("utf-8", { fatal: true });
+  const str = (what: string, off: number, size: number): string => {
+    region(what, off, size);
+    try {
+      return dec.decode(bytes.subarray(off, off + size));
+    } catch {
+      return fail(`${what} is not valid UTF-8`);
+    }
+  };
+  const states: TableSpecState[] = [];
+  for (let i = 0; i < nSpec; i++) {
+    const o = offSpec + SPEC_RECORD * i;
+    const marker = str(`marker of spec state ${i}`, v.getUint32(o, true), v.getUint32(o + 4, true));
+    const name = str(`name of spec state ${i}`, v.getUint32(o + 8, true), v.getUint32(o + 12, true));
+    const sf = v.getUint32(o + 16, true);
+    if (sf & ~KNOWN_SPEC_FLAGS) fail(`spec state ${i} has unknown flag bits 0x${sf.toString(16)}`);
+    states.push({ name, marker, env: (sf & 1) !== 0 });
+  }
+
+  return {
+    dfa: { nStates, nClasses, classMap, initial, trans, flags, specState, envNext, nextMarkers },
+    states,
+  };
+}
