@@ -30,7 +30,7 @@ export function compileIR(ir: SpecIR, limits: Limits = {}): Compiled {
   const nfa = buildNfa(ir.behavior, limits.maxNfaStates);
   const stateDfa = constrainAndTrim(determinize(nfa, ir.states.length, limits.maxDfaStates), ir, limits.maxDfaStates);
   const minStateDfa = minimizeStateDfa(stateDfa);
-  const rawByteDfa = buildByteDfa(ir, stateDfa, { maxStates: limits.maxByteStates });
+  const rawByteDfa = () => buildByteDfa(ir, stateDfa, { maxStates: limits.maxByteStates });
   const byteDfa = minimizeByteDfa(buildByteDfa(ir, minStateDfa, { maxStates: limits.maxByteStates }));
   return { ir, nfa, stateDfa, minStateDfa, rawByteDfa, byteDfa };
 }

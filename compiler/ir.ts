@@ -116,7 +116,7 @@ export interface Compiled {
   nfa: Nfa;
   stateDfa: StateDfa;
   minStateDfa: StateDfa;
-  /** Byte automaton built from the unminimized state DFA, before byte-level minimization. */
-  rawByteDfa: ByteDfa;
+  /** Byte automaton built from the unminimized state DFA, before byte-level minimization (built on demand). */
+  rawByteDfa(): ByteDfa;
   byteDfa: ByteDfa;
 }

@@ -7,6 +7,7 @@
  * the tests (round trip). Output is deterministic: same input, same bytes.
  */
 
+import { SpecLimitError } from "./diagnostics.js";
 import type { ByteDfa, StateIR } from "./ir.js";
 
 /** Address of the tables in linear memory. */
@@ -24,21 +25,23 @@ const SPEC_RECORD = 20;
 const KNOWN_STATE_FLAGS = 0x7;
 const KNOWN_SPEC_FLAGS = 0x1;
 
-/** A table size limit was exceeded (`E0502 table size limit`). */
-export class SpecLimitError extends Error {
-  readonly code = "E0502" as const;
-  /** Which limit: "states", "spec states" or "table size". */
-  readonly limit: string;
-  /** The value that exceeded it. */
-  readonly actual: number;
-  /** The largest allowed value. */
-  readonly max: number;
-  constructor(limit: string, actual: number, max: number, message: string) {
-    super(`E0502 table size limit: ${message}`);
-    this.name = "SpecLimitError";
-    this.limit = limit;
-    this.actual = actual;
-    this.max = max;
+/**
+ * The tables would not fit the runtime (`E0502 table size limit`). A `SpecLimitError` of the
+ * diagnostics catalog (so `formatDiagnostic` prints it), with code E0502 instead of E0501: unlike
+ * the compile limits this one cannot be raised by an option.
+ */
+export class TableLimitError extends SpecLimitError {
+  override readonly code = "E0502" as const;
+  override readonly hint: string;
+  /**
+   * @param limit which limit: "states", "spec states" or "table bytes"
+   * @param value the value that exceeded it; `max` the largest allowed value
+   */
+  constructor(limit: string, value: number, max: number, message: string) {
+    super(limit, value, max, null);
+    this.name = "TableLimitError";
+    this.message = `table size limit: ${message}`;
+    this.hint = "the runtime keeps the tables below 2 MiB with u16 state numbers: simplify the spec (fewer states, fewer distinct byte classes)";
   }
 }
 
@@ -84,13 +87,13 @@ function checkDfa(dfa: ByteDfa, nSpec: number): void {
 
 /**
  * Serialize `dfa` and the spec `states` (in id order) into the format of docs/abi.md.
- * Throws `SpecLimitError` when the tables would not fit the runtime's limits and a plain `Error`
+ * Throws `TableLimitError` (a `SpecLimitError`, code E0502) when the tables would not fit the runtime's limits and a plain `Error`
  * when `dfa` is internally inconsistent (a compiler bug).
  */
 export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
   const nSpec = states.length;
   if (dfa.nStates >= MAX_U16_COUNT) {
-    throw new SpecLimitError(
+    throw new TableLimitError(
       "states",
       dfa.nStates,
       MAX_U16_COUNT - 1,
@@ -98,7 +101,7 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
     );
   }
   if (nSpec >= MAX_U16_COUNT) {
-    throw new SpecLimitError(
+    throw new TableLimitError(
       "spec states",
       nSpec,
       MAX_U16_COUNT - 1,
@@ -150,8 +153,8 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
   });
   const total = align4(p);
   if (total > MAX_TABLES_BYTES) {
-    throw new SpecLimitError(
-      "table size",
+    throw new TableLimitError(
+      "table bytes",
       total,
       MAX_TABLES_BYTES,
       `the tables need ${total} bytes (${nStates} states × ${nClasses} byte classes); the limit is ${MAX_TABLES_BYTES} bytes (2 MiB - 16)`,

@@ -32,6 +32,8 @@ export interface MarkerScanner {
   markers: string[];
   /** Proper prefixes of markers (excluding the empty string). */
   alive: Set<string>;
+  /** scan() results by (final, buffer): the product asks the same few hundred questions many times. */
+  memo: Map<string, { events: ScanEvent[]; rest: string }>;
 }
 
 export function markerScanner(ir: SpecIR): MarkerScanner {
@@ -39,7 +41,7 @@ export function markerScanner(ir: SpecIR): MarkerScanner {
   const markers = ir.states.map((s) => latin1(enc.encode(s.marker)));
   const alive = new Set<string>();
   for (const m of markers) for (let k = 1; k < m.length; k++) alive.add(m.slice(0, k));
-  return { markers, alive };
+  return { markers, alive, memo: new Map() };
 }
 
 export type ScanEvent = { free: string } | { marker: number };
@@ -49,6 +51,13 @@ export type ScanEvent = { free: string } | { marker: number };
  * Returns the events and the new residual.
  */
 export function scan(sc: MarkerScanner, buf: string, final: boolean): { events: ScanEvent[]; rest: string } {
+  const key = (final ? "F" : "P") + buf;
+  let hit = sc.memo.get(key);
+  if (!hit) { hit = scanUncached(sc, buf, final); sc.memo.set(key, hit); }
+  return hit;
+}
+
+function scanUncached(sc: MarkerScanner, buf: string, final: boolean): { events: ScanEvent[]; rest: string } {
   const events: ScanEvent[] = [];
   for (;;) {
     let found = -1;

@@ -62,18 +62,27 @@ function counter(c: ConstraintIR): { cap: number; step: (v: number, sym: number)
 }
 
 /**
- * Intersects `dfa` with the constraints and keeps only live states. Throws E0402 when the
- * language is empty and E0401 when some reachable state can no longer reach acceptance (a dead
- * end), naming the sequence of states that leads there.
+ * Intersects `dfa` with the constraints and keeps only live states. Paths that a constraint cuts
+ * off are simply removed (that is what a constraint is for); it is an error when that leaves no
+ * conforming run at all (E0402) or makes a declared state impossible (E0403). A dead end in the
+ * behavior itself — a reachable state that cannot reach acceptance before any constraint applies —
+ * is reported as E0401 with the sequence of states that leads there.
  */
 export function constrainAndTrim(dfa: StateDfa, ir: SpecIR, maxStates = DEFAULT_MAX_DFA_STATES): StateDfa {
-  const cs = ir.constraints.map(counter);
   const nSyms = dfa.nSyms;
+  {
+    const { reach, coreach } = liveness(dfa.nStates, nSyms, dfa.initial, (s, a) => dfa.delta[s * nSyms + a]!, (s) => dfa.accepting[s]!);
+    for (let s = 0; s < dfa.nStates; s++) {
+      if (reach[s] && !coreach[s]) {
+        throw new SpecError("E0401", `dead end: the behavior reaches DFA state ${s}, from which it can never complete`, ir.behavior.span);
+      }
+    }
+  }
+  const cs = ir.constraints.map(counter);
   const ids = new Map<string, number>();
   const tuples: number[][] = [];
   const delta: number[] = [];
-  const parent: { from: number; sym: number }[] = [];
-  const add = (t: number[], from: number, sym: number) => {
+  const add = (t: number[]) => {
     const k = t.join(",");
     let id = ids.get(k);
     if (id === undefined) {
@@ -81,41 +90,46 @@ export function constrainAndTrim(dfa: StateDfa, ir: SpecIR, maxStates = DEFAULT_
       id = tuples.length;
       ids.set(k, id);
       tuples.push(t);
-      parent.push({ from, sym });
     }
     return id;
   };
-  add([dfa.initial, ...cs.map(() => 0)], -1, -1);
+  add([dfa.initial, ...cs.map(() => 0)]);
   for (let i = 0; i < tuples.length; i++) {
     const [q, ...vs] = tuples[i]!;
     for (let a = 0; a < nSyms; a++) {
       const q2 = dfa.delta[q! * nSyms + a]!;
       const v2 = vs.map((v, j) => cs[j]!.step(v, a));
-      delta[i * nSyms + a] = q2 < 0 || v2.some((v) => v < 0) ? -1 : add([q2, ...v2], i, a);
+      delta[i * nSyms + a] = q2 < 0 || v2.some((v) => v < 0) ? -1 : add([q2, ...v2]);
     }
   }
+  const n = tuples.length;
   const accepting = tuples.map(([q, ...vs]) => dfa.accepting[q!]! && vs.every((v, j) => cs[j]!.ok(v)));
-  const next = (s: number, a: number) => delta[s * nSyms + a]!;
-  const { reach, coreach } = liveness(tuples.length, nSyms, 0, next, (s) => accepting[s]!);
-  const path = (s: number) => {
-    const names: string[] = [];
-    for (let x = s; parent[x]!.from >= 0; x = parent[x]!.from) names.unshift(ir.states[parent[x]!.sym]!.name);
-    return names.join(", ");
-  };
+  const { reach, coreach } = liveness(n, nSyms, 0, (s, a) => delta[s * nSyms + a]!, (s) => accepting[s]!);
+  const blame = ir.constraints[0];
   if (!coreach[0]) {
-    const c = ir.constraints[0];
-    throw new SpecError("E0402", "empty language: no sequence of states satisfies the behavior" + (c ? " and the constraints" : ""),
-      c?.span ?? ir.behavior.span, c ? "the constraints contradict the behavior; relax or remove one" : undefined);
+    throw new SpecError("E0402", "empty language: no sequence of states satisfies the behavior" + (blame ? " and the constraints" : ""),
+      blame?.span ?? ir.behavior.span, blame ? "the constraints contradict the behavior; relax or remove one" : undefined);
   }
-  for (let s = 0; s < tuples.length; s++) {
-    if (reach[s] && !coreach[s]) {
-      const blamed = ir.constraints.find((c) => c.kind !== "atMost") ?? ir.constraints[0];
-      throw new SpecError("E0401", `dead end: after the states [${path(s)}] the run can never complete`,
-        blamed?.span ?? ir.behavior.span,
-        "every path the behavior allows must be able to finish; make the behavior rule out this path, or relax the constraint");
+  // Keep live states only, renumbered in discovery order.
+  const newId = new Int32Array(n).fill(-1);
+  let live = 0;
+  for (let s = 0; s < n; s++) if (reach[s] && coreach[s]) newId[s] = live++;
+  const out = new Int32Array(live * nSyms).fill(-1);
+  const used = new Set<number>();
+  for (let s = 0; s < n; s++) {
+    if (newId[s]! < 0) continue;
+    for (let a = 0; a < nSyms; a++) {
+      const t = delta[s * nSyms + a]!;
+      if (t >= 0 && newId[t]! >= 0) { out[newId[s]! * nSyms + a] = newId[t]!; used.add(a); }
     }
   }
-  return { nStates: tuples.length, nSyms, initial: 0, accepting, delta: Int32Array.from(delta) };
+  for (const st of ir.states) {
+    if (!used.has(st.id)) {
+      throw new SpecError("E0403", `state ${st.name} can never occur in a conforming run`, blame?.span ?? st.span,
+        blame ? "the constraints rule out every path through it; relax them or remove the state" : undefined);
+    }
+  }
+  return { nStates: live, nSyms, initial: 0, accepting: accepting.filter((_, s) => newId[s]! >= 0), delta: out };
 }
 
 /** Minimizes a (trimmed) state DFA. */

@@ -1,8 +1,9 @@
 /**
- * @fileoverview Moore partition refinement, shared by the state-level and byte-level automata.
- * Two states end up in one block iff they have the same initial key (their outputs: accepting,
- * flags, ...) and, for every symbol, successors in the same block. The result is renumbered in
- * breadth-first order from the initial state so that equal languages give byte-identical tables.
+ * @fileoverview Hopcroft's partition refinement, shared by the state-level and byte-level
+ * automata (O(n·k·log n)). Two states end up in one block iff they have the same initial key
+ * (their outputs: accepting, flags, ...) and, for every symbol, successors in the same block.
+ * Missing transitions go to an implicit sink. The result is renumbered in breadth-first order from
+ * the initial state so that equal languages give byte-identical tables.
  */
 export interface MinimizeInput {
   nStates: number;
@@ -16,59 +17,106 @@ export interface MinimizeInput {
 
 /** Returns, for each state, its block number in canonical (BFS) order, and the block count. */
 export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: number } {
-  const { nStates, nSyms } = m;
-  let block = new Int32Array(nStates);
-  let nBlocks = 0;
+  const { nSyms } = m;
+  const n = m.nStates + 1; // + sink
+  const sink = m.nStates;
+  const succ = new Int32Array(n * nSyms);
+  for (let s = 0; s < m.nStates; s++) {
+    for (let a = 0; a < nSyms; a++) { const t = m.next(s, a); succ[s * nSyms + a] = t < 0 ? sink : t; }
+  }
+  for (let a = 0; a < nSyms; a++) succ[sink * nSyms + a] = sink;
+  // Inverse transitions in CSR form: for symbol a and target t, the sources.
+  const invCount = new Int32Array(nSyms * n + 1);
+  for (let s = 0; s < n; s++) for (let a = 0; a < nSyms; a++) invCount[a * n + succ[s * nSyms + a]! + 1]!++;
+  for (let i = 1; i < invCount.length; i++) invCount[i]! += invCount[i - 1]!;
+  const invStart = invCount.slice();
+  const inv = new Int32Array(n * nSyms);
+  const fill = invCount.slice();
+  for (let s = 0; s < n; s++) for (let a = 0; a < nSyms; a++) inv[fill[a * n + succ[s * nSyms + a]!]!++] = s;
+
+  // Partition structure.
+  const elems = new Int32Array(n);
+  const loc = new Int32Array(n);
+  const blk = new Int32Array(n);
+  const bStart = new Int32Array(n + 1);
+  const bEnd = new Int32Array(n + 1);
+  const marked = new Int32Array(n + 1);
+  let nB = 0;
   {
-    const ids = new Map<string, number>();
-    for (let s = 0; s < nStates; s++) {
-      const k = m.key(s);
-      let id = ids.get(k);
-      if (id === undefined) { id = ids.size; ids.set(k, id); }
-      block[s] = id;
+    const keyIds = new Map<string, number>();
+    const keyOf = new Int32Array(n);
+    for (let s = 0; s < n; s++) {
+      const k = s === sink ? "\u0000sink" : m.key(s);
+      let id = keyIds.get(k);
+      if (id === undefined) { id = keyIds.size; keyIds.set(k, id); }
+      keyOf[s] = id;
     }
-    nBlocks = ids.size;
+    nB = keyIds.size;
+    const counts = new Int32Array(nB + 1);
+    for (let s = 0; s < n; s++) counts[keyOf[s]! + 1]!++;
+    for (let b = 0; b < nB; b++) { bStart[b] = counts[b]!; counts[b + 1]! += counts[b]!; bEnd[b] = bStart[b]!; }
+    for (let s = 0; s < n; s++) { const b = keyOf[s]!; blk[s] = b; loc[s] = bEnd[b]!; elems[bEnd[b]!++] = s; }
   }
-  const succ = new Int32Array(nStates * nSyms);
-  for (let s = 0; s < nStates; s++) for (let a = 0; a < nSyms; a++) succ[s * nSyms + a] = m.next(s, a);
-  for (;;) {
-    const ids = new Map<string, number>();
-    const nb = new Int32Array(nStates);
-    const sig: number[] = new Array(nSyms + 1);
-    for (let s = 0; s < nStates; s++) {
-      sig[0] = block[s]!;
-      for (let a = 0; a < nSyms; a++) {
-        const t = succ[s * nSyms + a]!;
-        sig[a + 1] = t < 0 ? -1 : block[t]!;
+  const inW = new Uint8Array((n + 1) * nSyms);
+  const work: number[] = [];
+  for (let b = 0; b < nB; b++) for (let a = 0; a < nSyms; a++) { inW[b * nSyms + a] = 1; work.push(b * nSyms + a); }
+  const touched: number[] = [];
+  const splitter: number[] = [];
+  while (work.length) {
+    const w = work.pop()!;
+    inW[w] = 0;
+    const A = (w / nSyms) | 0;
+    const a = w % nSyms;
+    splitter.length = 0;
+    for (let i = bStart[A]!; i < bEnd[A]!; i++) splitter.push(elems[i]!);
+    for (const t of splitter) {
+      for (let j = invStart[a * n + t]!; j < invStart[a * n + t + 1]!; j++) {
+        const s = inv[j]!;
+        const b = blk[s]!;
+        const pos = bStart[b]! + marked[b]!;
+        if (loc[s]! < pos) continue; // already marked
+        if (marked[b] === 0) touched.push(b);
+        const other = elems[pos]!;
+        elems[loc[s]!] = other; loc[other] = loc[s]!;
+        elems[pos] = s; loc[s] = pos;
+        marked[b]!++;
       }
-      const k = sig.join(",");
-      let id = ids.get(k);
-      if (id === undefined) { id = ids.size; ids.set(k, id); }
-      nb[s] = id;
     }
-    const stable = ids.size === nBlocks;
-    block = nb;
-    nBlocks = ids.size;
-    if (stable) break;
+    for (const b of touched) {
+      const size = bEnd[b]! - bStart[b]!;
+      if (marked[b] === size) { marked[b] = 0; continue; }
+      const nb = nB++;
+      bStart[nb] = bStart[b]!;
+      bEnd[nb] = bStart[b]! + marked[b]!;
+      bStart[b] = bEnd[nb]!;
+      marked[b] = 0;
+      for (let i = bStart[nb]!; i < bEnd[nb]!; i++) blk[elems[i]!] = nb;
+      const smaller = bEnd[nb]! - bStart[nb]! <= bEnd[b]! - bStart[b]! ? nb : b;
+      for (let c = 0; c < nSyms; c++) {
+        if (inW[b * nSyms + c]) { inW[nb * nSyms + c] = 1; work.push(nb * nSyms + c); }
+        else if (!inW[smaller * nSyms + c]) { inW[smaller * nSyms + c] = 1; work.push(smaller * nSyms + c); }
+      }
+    }
+    touched.length = 0;
   }
-  // Canonical numbering: BFS from the initial state over symbols in order.
-  const order = new Int32Array(nBlocks).fill(-1);
-  const rep = new Int32Array(nBlocks).fill(-1);
-  for (let s = 0; s < nStates; s++) if (rep[block[s]!] === -1) rep[block[s]!] = s;
+  // Canonical numbering: BFS from the initial state over symbols in order; the sink gets none.
+  const order = new Int32Array(nB).fill(-1);
   let count = 0;
-  const queue = [block[m.initial]!];
-  order[queue[0]!] = count++;
+  const queue = [m.initial];
+  order[blk[m.initial]!] = count++;
+  const sinkBlock = blk[sink]!;
   for (let qi = 0; qi < queue.length; qi++) {
-    const s = rep[queue[qi]!]!;
+    const s = queue[qi]!;
     for (let a = 0; a < nSyms; a++) {
       const t = succ[s * nSyms + a]!;
-      if (t < 0) continue;
-      const b = block[t]!;
-      if (order[b] === -1) { order[b] = count++; queue.push(b); }
+      const b = blk[t]!;
+      if (b === sinkBlock || order[b] !== -1) continue;
+      order[b] = count++;
+      queue.push(t);
     }
   }
-  const blockOf = new Int32Array(nStates);
-  for (let s = 0; s < nStates; s++) blockOf[s] = order[block[s]!]!;
+  const blockOf = new Int32Array(m.nStates);
+  for (let s = 0; s < m.nStates; s++) blockOf[s] = order[blk[s]!]!;
   return { blockOf, nBlocks: count };
 }
 

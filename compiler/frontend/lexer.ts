@@ -17,7 +17,7 @@ export interface Token {
 }
 
 const rules = {
-  ws: { match: /[ \t\r\n\f\v\u00a0\u3000]+/, lineBreaks: true },
+  ws: { match: /\s+/, lineBreaks: true },
   comment: /;[^\n]*/,
   hash: /#[^\n]*/,
   lparen: "(",
@@ -97,7 +97,7 @@ function suspectLine(text: string): string | undefined {
   const lines = text.split("\n");
   const indent = (s: string) => s.length - s.trimStart().length;
   for (let i = 0; i < lines.length; i++) {
-    const code = lines[i]!.replace(/"(?:\\.|[^"\\])*"/g, '""').replace(/;.*$/, "");
+    const code = /^\s*#/.test(lines[i]!) ? "" : lines[i]!.replace(/"(?:\\.|[^"\\])*"/g, '""').replace(/;.*$/, "");
     const opens = (code.match(/\(/g) ?? []).length;
     const closes = (code.match(/\)/g) ?? []).length;
     if (opens === 0 || closes <= opens) continue;
