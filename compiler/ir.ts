@@ -34,6 +34,8 @@ export interface StateIR {
   env: boolean;
   content: ContentIR;
   span: Span;
+  /** Where the marker string is written (diagnostics about markers point here). */
+  markerSpan?: Span;
 }
 
 /** The behavior formula, read as a regular expression over spec states. */

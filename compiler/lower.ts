@@ -74,7 +74,7 @@ export function lower(forms: SExpr[], file: string): SpecIR {
     }
     const dupM = byMarker.get(st.marker);
     if (dupM && st.marker !== "") {
-      fail(new SpecError("E0205", `duplicate marker ${JSON.stringify(st.marker)}: states ${dupM.name} and ${st.name} would be indistinguishable`, st.span,
+      fail(new SpecError("E0205", `duplicate marker ${JSON.stringify(st.marker)}: states ${dupM.name} and ${st.name} would be indistinguishable`, st.markerSpan ?? st.span,
         "give each state a distinct :text"));
     }
     byName.set(st.name, st);
@@ -124,6 +124,7 @@ function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void): StateI
   }
   const nameAtom = sf.items[0];
   let marker: string | undefined;
+  let markerSpan: Span | undefined;
   let env = false;
   let content: ContentIR = { kind: "any" };
   for (const prop of sf.items.slice(1)) {
@@ -142,6 +143,7 @@ function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void): StateI
         continue;
       }
       marker = s.value;
+      markerSpan = s.span;
     } else if (key === ":flags") {
       for (const f of args) {
         if (f.kind === "atom" && f.type === "keyword" && KNOWN_FLAGS.includes(f.value)) env = true;
@@ -166,7 +168,7 @@ function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void): StateI
     fail(new SpecError("E0203", `state ${nameAtom.value} has no (:text "marker")`, sf.span, '(:text "Thought:")'));
     return undefined;
   }
-  return { id, name: nameAtom.value, marker, env, content, span: nameAtom.span };
+  return { id, name: nameAtom.value, marker, env, content, span: nameAtom.span, markerSpan };
 }
 
 function lowerFormula(f: SExpr, byName: Map<string, StateIR>, used: Set<number>, fail: (e: SpecError) => void): Behavior {
