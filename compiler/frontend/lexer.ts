@@ -72,17 +72,17 @@ export function tokenize(file: string, text: string): Token[] {
 /** Reports the first unmatched parenthesis, with a hint pointing at the line that likely caused it. */
 function checkBalance(file: string, text: string, toks: Token[]): void {
   const open: Token[] = [];
-  let lastTop: { open: Token; close: Token } | undefined;
+  let firstTop: { open: Token; close: Token } | undefined;
   for (const t of toks) {
     if (t.type === "lparen") open.push(t);
     else if (t.type === "rparen") {
       if (open.length === 0) {
-        const where = lastTop ? ` (the form opened at ${lastTop.open.line}:${lastTop.open.col} was already closed at ${lastTop.close.line}:${lastTop.close.col})` : "";
+        const where = firstTop ? ` (the form opened at ${firstTop.open.line}:${firstTop.open.col} was already closed at ${firstTop.close.line}:${firstTop.close.col})` : "";
         throw new SpecError("E0101", `unbalanced parentheses: this ')' has no matching '('${where}`,
           tokenSpan(file, text, t), suspectLine(text) ?? "remove this ')'");
       }
       const o = open.pop()!;
-      if (open.length === 0) lastTop = { open: o, close: t };
+      if (open.length === 0) firstTop ??= { open: o, close: t };
     }
   }
   if (open.length > 0) {
