@@ -9,7 +9,7 @@
  * Mistral 7B's ids (`▁the` = 272, `▁Hello` = 22557; Meta's Llama 2 has 278 and 15043), the same
  * family and size (SentencePiece BPE, byte fallback, 32000 tokens, `<s>`/`</s>`/`<unk>` = 1/2/0).
  *
- * `loadEncoder` builds the packages' own tokenizer (`@lenml/tokenizers`' `TokenizerLoader`, which is
+ * `loadPackageTokenizer` builds the packages' own tokenizer (`@lenml/tokenizers`' `TokenizerLoader`, which is
  * what each package's `fromPreTrained()` calls with these two files) for round-trip tests.
  */
 
@@ -48,16 +48,25 @@ export function loadTokenizerConfig(name: TokenizerName): Record<string, unknown
   return JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
 }
 
-/** Encodes text to ids without BOS/EOS. */
-export type Encoder = (text: string) => number[];
+/** The package's own tokenizer, reduced to what the tests use. */
+export interface PackageTokenizer {
+  /** Text to ids, without BOS/EOS. */
+  encode(text: string): number[];
+  /** Ids to text, keeping special tokens, without clean-up of spaces around punctuation. */
+  decode(ids: number[]): string;
+}
 
 /**
- * The package's own tokenizer. It is built from a fresh parse of tokenizer.json, since the
- * tokenizer keeps references into the object it is given.
+ * The package's own tokenizer, built from the cached tokenizer.json object (checked: building the
+ * tokenizer, encoding and decoding leave that object unchanged, so it can be shared with
+ * `Vocabulary`).
  */
-export async function loadEncoder(name: TokenizerName): Promise<Encoder> {
+export async function loadPackageTokenizer(name: TokenizerName): Promise<PackageTokenizer> {
   const { TokenizerLoader } = await import("@lenml/tokenizers");
-  const tokenizerJSON = JSON.parse(readFileSync(tokenizerJsonPath(name), "utf8"));
+  const tokenizerJSON = loadTokenizerJson(name) as never;
   const tokenizer = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig: loadTokenizerConfig(name) as never });
-  return (text) => tokenizer.encode(text, { add_special_tokens: false });
+  return {
+    encode: (text) => tokenizer.encode(text, { add_special_tokens: false }),
+    decode: (ids) => tokenizer.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false }),
+  };
 }
