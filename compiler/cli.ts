@@ -24,6 +24,7 @@ const USAGE = `specc — compile agent specs into automata and a WebAssembly run
 
 usage:
   specc compile SPEC -o OUT.wasm         compile a spec into a self-contained .wasm
+                [--emit ebnf|gbnf]       … or write its exact language as an XGrammar/llama.cpp grammar
   specc render  SPEC -o OUT.svg|OUT.dot  draw the agent's state diagram [--level states|bytes]
   specc check   SPEC|OUT.wasm --trace T.json [--json]
                                          is this transcript conformant? (exit 0 yes, 1 no)
@@ -38,7 +39,7 @@ export async function main(argv: string[], io: Io = { out: (s) => process.stdout
   const sources = new Map<string, string>();
   try {
     switch (cmd) {
-      case "compile": return cmdCompile(rest, io, sources);
+      case "compile": return await cmdCompile(rest, io, sources);
       case "render": return await cmdRender(rest, io, sources);
       case "check": return await cmdCheck(rest, io, sources);
       case "demo": return await cmdDemo(rest, io);
@@ -111,11 +112,21 @@ export function compileToWasm(c: Compiled): Uint8Array {
   return emitWasm(loadRuntimeWasm(), serializeTables(c.byteDfa, c.ir.states));
 }
 
-function cmdCompile(args: string[], io: Io, sources: Map<string, string>): number {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { out: { type: "string", short: "o" } } });
+async function cmdCompile(args: string[], io: Io, sources: Map<string, string>): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: {
+    out: { type: "string", short: "o" }, emit: { type: "string", default: "wasm" } } });
   const file = oneFile(positionals, "spec file");
-  const out = values.out ?? file.replace(/\.[^./]*$/, "") + ".wasm";
+  const emit = values.emit!;
+  if (!["wasm", "ebnf", "gbnf"].includes(emit)) throw new UsageError(`--emit must be wasm, ebnf or gbnf, not '${emit}'`);
+  const out = values.out ?? file.replace(/\.[^./]*$/, "") + "." + emit;
   const c = compileFile(file, sources);
+  if (emit !== "wasm") {
+    const { emitGrammar } = await import("./emit-grammar.js");
+    const text = emitGrammar(c.byteDfa, emit as "ebnf" | "gbnf", c.ir.name);
+    writeAtomic(out, text);
+    io.out(`${out}: ${emit.toUpperCase()} grammar, ${c.byteDfa.nStates + 1} rules (the exact language of ${c.ir.name})`);
+    return EXIT.ok;
+  }
   const wasm = compileToWasm(c);
   writeAtomic(out, wasm);
   io.out(`${out}: ${wasm.length} bytes · ${c.ir.states.length} spec states · state DFA ${c.minStateDfa.nStates} · byte DFA ${c.byteDfa.nStates} states × ${c.byteDfa.nClasses} classes`);
