@@ -1,17 +1,22 @@
 /**
- * @fileoverview The friendly TypeScript layer over a specc .wasm (docs/abi.md): `Spec` loads and
- * validates a module, `Matcher` follows one LLM output through the spec's byte-level DFA.
+ * @fileoverview The friendly TypeScript layer over a specc .wasm (docs/abi.md, ABI version 2):
+ * `Spec` loads and validates a module (and attaches a token vocabulary), `Matcher` follows one LLM
+ * output through the spec's byte-level DFA, token by token or text by text.
  *
  * The .wasm imports nothing, so it is instantiated with `{}`. Its tables are validated once, with
- * `parseTables`, when the spec is loaded; after that every call is a thin wrapper over an export.
- * Offsets reported by `feed` are byte offsets into the UTF-8 encoding of the input.
+ * `parseTables`, when the spec is loaded; a vocabulary is turned into a DFS-ordered token trie here
+ * and copied into the module, which validates it again. After that every call is a thin wrapper
+ * over an export: `fillMask` is one export call plus one 16 KB `Int32Array.set` from a cached view
+ * of the module's memory, `commit` one export call. Offsets reported by `feed`/`feedText` are byte
+ * offsets into the UTF-8 encoding of the input.
  */
 
-import { readFile } from "node:fs/promises";
 import { SpecError } from "../compiler/diagnostics.js";
 import { HEADER_SIZE, parseTables, TABLE_BASE, type TableSpecState } from "../compiler/tables.js";
+import type { ByteDfa } from "../compiler/ir.js";
+import type { FlatVocabulary } from "./vocab.js";
 
-export const SUPPORTED_ABI_VERSION = 1;
+export const SUPPORTED_ABI_VERSION = 2;
 
 /** The numeric exports of a specc .wasm (all i32). */
 export interface SpecExports {
@@ -44,6 +49,30 @@ export interface SpecExports {
   m_spec(m: number): number;
   m_accepting(m: number): number;
   m_yielding(m: number): number;
+  // ABI 2: vocabulary, masks, tokens.
+  vocab_alloc(size: number, nodes: number, trieTokens: number, bytes: number): number;
+  vocab_region(k: number): number;
+  vocab_ready(): number;
+  vocab_size(): number;
+  vocab_max_depth(): number;
+  mask_words(): number;
+  mask_id(state: number): number;
+  mask_ptr(state: number): number;
+  mask_at(idx: number): number;
+  mask_count(): number;
+  precompute_all(): number;
+  out_ptr(bytes: number): number;
+  m_done(m: number): number;
+  m_count(m: number): number;
+  m_set_budget(m: number, k: number): number;
+  m_budget(m: number): number;
+  m_mask(m: number): number;
+  m_mask_ptr(m: number): number;
+  m_fill_mask(m: number, out: number): number;
+  fill_masks(handles: number, n: number, out: number): number;
+  m_commit(m: number, id: number): number;
+  m_rollback(m: number, n: number): number;
+  m_history(m: number): number;
 }
 
 const FUNCTION_EXPORTS = [
@@ -53,17 +82,202 @@ const FUNCTION_EXPORTS = [
   "m_reset", "m_state", "m_set_state", "m_feed", "m_feed_env", "m_spec", "m_accepting", "m_yielding",
 ] as const;
 
+/** Exports added by ABI version 2 (checked after the version, so an old module gets the version message). */
+const FUNCTION_EXPORTS_V2 = [
+  "vocab_alloc", "vocab_region", "vocab_ready", "vocab_size", "vocab_max_depth", "mask_words",
+  "mask_id", "mask_ptr", "mask_at", "mask_count", "precompute_all", "out_ptr", "m_done", "m_count",
+  "m_set_budget", "m_budget", "m_mask", "m_mask_ptr", "m_fill_mask", "fill_masks", "m_commit",
+  "m_rollback", "m_history",
+] as const;
+
 /** Per-state flags (docs/abi.md). */
 export const STATE_ACCEPTING = 1;
 export const STATE_YIELD = 2;
 export const STATE_AFTER_ENV = 4;
 
+/** Token kinds in the module's `tok_kind` region (docs/abi.md). */
+export const TOKEN_TEXT = 0;
+export const TOKEN_SPECIAL = 1;
+export const TOKEN_EOS = 2;
+
+/** How many committed tokens `Matcher.rollback` can undo at most. */
+export const MAX_ROLLBACK = 16;
+/** Largest per-spec-state token budget. */
+export const MAX_BUDGET = 0x7fff;
+
 export type FeedResult = { ok: true; status: "continue" | "yield" } | { ok: false; offset: number };
+export type CommitStatus = "continue" | "yield" | "done" | "rejected";
+const COMMIT_STATUS: readonly CommitStatus[] = ["continue", "yield", "done", "rejected"];
+
+/**
+ * What a vocabulary must offer to be attached (`Vocabulary` of ./vocab.ts has it): the size, the
+ * EOS ids and the flat layout (EOS ids are special there too).
+ */
+export interface VocabularySource {
+  readonly size: number;
+  readonly eos: readonly number[];
+  flat(): FlatVocabulary;
+}
+
+export interface LoadOptions {
+  /** The token vocabulary masks and `commit` are about. Without it only text feeding works. */
+  vocab?: VocabularySource;
+  /**
+   * Token ids the masks cover, e.g. the model's logits size when it is padded beyond the
+   * tokenizer (Qwen3: 151,669 tokens, 151,936 logits); ids from `vocab.size` on are never allowed.
+   * Default `vocab.size`.
+   */
+  vocabSize?: number;
+  /** Compute the mask of every state at load time instead of on first use (default false). */
+  precompute?: boolean;
+}
+
+export interface CompileOptions extends LoadOptions {
+  /** File name used in diagnostics. */
+  file?: string;
+}
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 /** A .wasm that cannot be used: `E0602 bad wasm file`. */
 const badWasm = (message: string): SpecError => new SpecError("E0602", message, null);
 const toBytes = (text: string | Uint8Array): Uint8Array => (typeof text === "string" ? encoder.encode(text) : text);
+
+/** Text handed to `feedText` that the spec does not allow; `offset` is a UTF-8 byte offset. */
+export class NonconformingTextError extends Error {
+  constructor(
+    readonly offset: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = "NonconformingTextError";
+  }
+}
+
+// ---- The token trie ------------------------------------------------------------------------------
+
+/** The flat arrays of docs/abi.md's vocabulary regions. */
+export interface TokenTrie {
+  /** Trie nodes including the root (node 0). */
+  nNodes: number;
+  /** `3 × (nNodes + 1)` u32: `byte | depth << 8`, skip, first index into `trieIds` (last record: sentinel). */
+  nodes: Uint32Array;
+  /** Text-token ids in DFS order of their nodes (several ids can share a node). */
+  trieIds: Uint32Array;
+  /** `vocabSize + 1` byte offsets into `tokBytes`. */
+  tokOff: Uint32Array;
+  tokBytes: Uint8Array;
+  /** Per id: 0 text, 1 special (never allowed), 2 EOS (allowed exactly when the state accepts). */
+  tokKind: Uint8Array;
+  /** Longest token in bytes. */
+  maxDepth: number;
+}
+
+/**
+ * Builds the DFS-ordered token trie of docs/abi.md: text tokens sorted by bytes, one node per
+ * distinct prefix, `skip` = the index after the node's subtree. Ids from `vocab.size` to
+ * `vocabSize - 1` are special (never allowed).
+ */
+export function buildTokenTrie(vocab: VocabularySource, vocabSize = vocab.size): TokenTrie {
+  const { bytes, offsets, special } = vocab.flat();
+  const size = vocab.size;
+  if (!Number.isInteger(vocabSize) || vocabSize < size) {
+    throw new RangeError(`vocabSize ${vocabSize} is smaller than the vocabulary (${size} tokens)`);
+  }
+  const tokKind = new Uint8Array(vocabSize).fill(TOKEN_SPECIAL);
+  let nText = 0;
+  for (let id = 0; id < size; id++) {
+    if (!special[id]) {
+      tokKind[id] = TOKEN_TEXT;
+      nText++;
+    }
+  }
+  for (const id of vocab.eos) {
+    if (!Number.isInteger(id) || id < 0 || id >= size) throw new RangeError(`EOS id ${id} is outside the vocabulary (${size} tokens)`);
+    tokKind[id] = TOKEN_EOS;
+  }
+  const order = new Uint32Array(nText);
+  let textBytes = 0;
+  for (let id = 0, k = 0; id < size; id++) {
+    if (tokKind[id] === TOKEN_TEXT) {
+      order[k++] = id;
+      textBytes += offsets[id + 1]! - offsets[id]!;
+    }
+  }
+  order.sort((a, b) => {
+    let i = offsets[a]!;
+    let j = offsets[b]!;
+    const ie = offsets[a + 1]!;
+    const je = offsets[b + 1]!;
+    for (; i < ie && j < je; i++, j++) {
+      const d = bytes[i]! - bytes[j]!;
+      if (d !== 0) return d;
+    }
+    return ie - i - (je - j) || a - b;
+  });
+  // At most one node per text byte, plus the root and the sentinel.
+  const nodes = new Uint32Array(3 * (textBytes + 2));
+  const path: number[] = [0]; // path[d] = node at depth d on the current branch
+  let n = 1;
+  let depth = 0;
+  let maxDepth = 0;
+  let prev = -1;
+  for (let k = 0; k < order.length; k++) {
+    const id = order[k]!;
+    const o = offsets[id]!;
+    const len = offsets[id + 1]! - o;
+    let l = 0;
+    if (prev >= 0) {
+      const po = offsets[prev]!;
+      const pl = Math.min(len, offsets[prev + 1]! - po);
+      while (l < pl && bytes[o + l] === bytes[po + l]) l++;
+    }
+    for (; depth > l; depth--) nodes[3 * path[depth]! + 1] = n;
+    for (let d = l + 1; d <= len; d++) {
+      nodes[3 * n] = bytes[o + d - 1]! | (d << 8);
+      nodes[3 * n + 2] = k;
+      path[d] = n++;
+    }
+    depth = len;
+    if (len > maxDepth) maxDepth = len;
+    prev = id;
+  }
+  for (; depth > 0; depth--) nodes[3 * path[depth]! + 1] = n;
+  nodes[1] = n; // root: its subtree is everything
+  nodes[3 * n + 2] = order.length; // sentinel
+  const tokOff = new Uint32Array(vocabSize + 1);
+  tokOff.set(offsets.subarray(0, size + 1));
+  tokOff.fill(offsets[size]!, size + 1);
+  return { nNodes: n, nodes: nodes.slice(0, 3 * (n + 1)), trieIds: order, tokOff, tokBytes: bytes, tokKind, maxDepth };
+}
+
+const VOCAB_ERRORS: Record<number, string> = {
+  [-1]: "the module refused the vocabulary (no tables, or one is already attached)",
+  [-2]: "token byte offsets are not non-decreasing from 0 to the byte count",
+  [-3]: "a token kind is not 0 (text), 1 (special) or 2 (EOS)",
+  [-4]: "the trie is not in DFS order (depths or skips)",
+  [-5]: "the trie's token ranges are not non-decreasing",
+  [-6]: "a trie entry is not a text token spelled by its node's path, or is listed twice",
+  [-7]: "a text token is missing from the trie",
+};
+
+/** Copies a vocabulary into the module (docs/abi.md, "Vocabulary"). */
+function attachVocabulary(ex: SpecExports, vocab: VocabularySource, vocabSize: number): void {
+  const trie = buildTokenTrie(vocab, vocabSize);
+  if (ex.vocab_alloc(vocabSize, trie.nNodes, trie.trieIds.length, trie.tokBytes.length) !== 0) {
+    throw new Error(`cannot attach the vocabulary: ${VOCAB_ERRORS[-1]} (or it is too large: ${vocabSize} tokens, ${trie.nNodes} trie nodes, ${trie.tokBytes.length} bytes)`);
+  }
+  const buf = ex.memory.buffer; // after vocab_alloc, which may have grown the memory
+  new Uint32Array(buf, ex.vocab_region(0), trie.nodes.length).set(trie.nodes);
+  new Uint32Array(buf, ex.vocab_region(1), trie.trieIds.length).set(trie.trieIds);
+  new Uint32Array(buf, ex.vocab_region(2), trie.tokOff.length).set(trie.tokOff);
+  new Uint8Array(buf, ex.vocab_region(3), trie.tokBytes.length).set(trie.tokBytes);
+  new Uint8Array(buf, ex.vocab_region(4), trie.tokKind.length).set(trie.tokKind);
+  const r = ex.vocab_ready();
+  if (r !== 0) throw new Error(`cannot attach the vocabulary: ${VOCAB_ERRORS[r] ?? `error ${r}`}`);
+}
+
+// ---- Spec --------------------------------------------------------------------------------------------
 
 /** A loaded specc .wasm. */
 export class Spec {
@@ -71,16 +285,49 @@ export class Spec {
   readonly states: readonly Readonly<TableSpecState>[];
   /** The raw numeric exports (docs/abi.md), for hosts that drive the ABI directly. */
   readonly exports: SpecExports;
+  /** The byte-level DFA, as parsed from the module's tables. */
+  readonly dfa: Readonly<ByteDfa>;
+  /** Token ids covered by masks (0 without a vocabulary). */
+  readonly vocabSize: number;
+  /** i32 words per mask: `ceil(vocabSize / 32)` (0 without a vocabulary). */
+  readonly maskWords: number;
 
-  private constructor(exports: SpecExports, states: TableSpecState[]) {
+  /** Zero-copy views of the distinct masks, by index; re-created when the memory grows. */
+  private readonly views: (Int32Array | undefined)[] = [];
+  /** Per state: the only byte allowed next (when exactly one is, and the state neither accepts nor yields), -1 otherwise, -2 unknown. */
+  private forcedByte: Int16Array;
+  private readonly classSize: Uint16Array;
+  private readonly classRep: Int16Array;
+
+  private constructor(exports: SpecExports, states: TableSpecState[], dfa: ByteDfa) {
     this.exports = exports;
     this.states = Object.freeze(states.map((s) => Object.freeze({ ...s })));
+    this.dfa = dfa;
+    this.vocabSize = exports.vocab_size();
+    this.maskWords = exports.mask_words();
+    this.forcedByte = new Int16Array(dfa.nStates).fill(-2);
+    this.classSize = new Uint16Array(dfa.nClasses);
+    this.classRep = new Int16Array(dfa.nClasses).fill(-1);
+    for (let b = 255; b >= 0; b--) {
+      const c = dfa.classMap[b]!;
+      this.classSize[c] = this.classSize[c]! + 1;
+      this.classRep[c] = b;
+    }
   }
 
-  /** Load a specc .wasm from a file path or its bytes. */
-  static async load(wasm: string | Uint8Array | ArrayBuffer): Promise<Spec> {
-    // A copy backed by a plain ArrayBuffer (what WebAssembly.instantiate accepts).
-    const bytes = new Uint8Array(typeof wasm === "string" ? await readFile(wasm) : wasm instanceof Uint8Array ? wasm : new Uint8Array(wasm));
+  /**
+   * Load a specc .wasm from a file path or its bytes; with `vocab`, attach the vocabulary so that
+   * `fillMask` and `commit` work.
+   */
+  static async load(wasm: string | Uint8Array | ArrayBuffer, opts: LoadOptions = {}): Promise<Spec> {
+    let bytes: Uint8Array<ArrayBuffer>;
+    if (typeof wasm === "string") {
+      const { readFile } = await import("node:fs/promises");
+      bytes = new Uint8Array(await readFile(wasm));
+    } else {
+      // A copy backed by a plain ArrayBuffer (what WebAssembly.instantiate accepts).
+      bytes = new Uint8Array(wasm instanceof Uint8Array ? wasm : new Uint8Array(wasm));
+    }
     const what = typeof wasm === "string" ? wasm : "the given module";
     let instance: WebAssembly.Instance;
     try {
@@ -99,6 +346,10 @@ export class Spec {
     if (abi !== SUPPORTED_ABI_VERSION) {
       throw badWasm(`${what} uses specc ABI version ${abi}; this binding supports version ${SUPPORTED_ABI_VERSION}: recompile the spec with this specc`);
     }
+    const missing2 = FUNCTION_EXPORTS_V2.filter((n) => typeof ex[n] !== "function");
+    if (missing2.length > 0) {
+      throw badWasm(`${what} claims ABI version ${abi} but lacks export${missing2.length > 1 ? "s" : ""} ${missing2.join(", ")}`);
+    }
     if (exports.memory.buffer.byteLength < TABLE_BASE + HEADER_SIZE || exports.tables_ok() !== 1) {
       throw badWasm(`${what} carries no valid specc tables (bad magic, byte order or format version; is it a bare runtime.wasm?)`);
     }
@@ -114,7 +365,22 @@ export class Spec {
     if (exports.state_count() !== parsed.dfa.nStates || exports.spec_count() !== parsed.states.length) {
       throw badWasm(`${what}: the runtime disagrees with its tables`);
     }
-    return new Spec(exports, parsed.states);
+    if (opts.vocab) attachVocabulary(exports, opts.vocab, opts.vocabSize ?? opts.vocab.size);
+    else if (opts.vocabSize !== undefined) throw new TypeError("Spec.load: vocabSize needs a vocab");
+    const spec = new Spec(exports, parsed.states, parsed.dfa);
+    if (opts.vocab && opts.precompute) spec.precompute();
+    return spec;
+  }
+
+  /**
+   * Compile spec source text (Node only: it reads the prebuilt runtime from build/runtime.wasm)
+   * and load it. Throws the compiler's `SpecError` for a bad spec.
+   */
+  static async compile(source: string, opts: CompileOptions = {}): Promise<Spec> {
+    const { compileSource } = await import("../compiler/compile.js");
+    const { compileToWasm } = await import("../compiler/cli.js");
+    const { file, ...load } = opts;
+    return Spec.load(compileToWasm(compileSource(source, file ?? "<input>")), load);
   }
 
   /** A new matcher at the initial state. */
@@ -140,13 +406,97 @@ export class Spec {
   stateFlags(state: number): number {
     return this.exports.state_flags(state);
   }
+
+  /** Whether a vocabulary is attached. */
+  get hasVocabulary(): boolean {
+    return this.maskWords > 0;
+  }
+
+  /** Compute the mask of every state now; returns the number of distinct masks. */
+  precompute(): number {
+    this.needVocab("precompute");
+    return this.exports.precompute_all();
+  }
+
+  /** Distinct masks computed so far (including the all-zero mask of a finished matcher). */
+  get distinctMasks(): number {
+    return this.exports.mask_count();
+  }
+
+  /**
+   * The mask of a byte-level state, as a zero-copy, read-only view of the module's memory (valid
+   * until the module's memory grows: copy it to keep it).
+   */
+  stateMask(state: number): Int32Array {
+    this.needVocab("stateMask");
+    if (!Number.isInteger(state) || state < 0 || state >= this.dfa.nStates) {
+      throw new RangeError(`invalid state ${state} (the spec has ${this.dfa.nStates} states)`);
+    }
+    return this.maskAt(this.exports.mask_id(state));
+  }
+
+  /**
+   * One decode step of a batch: the masks of `matchers` (all of this spec) into `out`, matcher `i`
+   * at words `[i × maskWords, (i + 1) × maskWords)`.
+   */
+  fillMasks(matchers: readonly Matcher[], out: Int32Array): void {
+    this.needVocab("fillMasks");
+    const w = this.maskWords;
+    if (out.length < matchers.length * w) {
+      throw new RangeError(`fillMasks: out has ${out.length} words, ${matchers.length} masks need ${matchers.length * w}`);
+    }
+    const ex = this.exports;
+    for (let i = 0; i < matchers.length; i++) {
+      const m = matchers[i]!;
+      if (m.spec !== this) throw new Error(`fillMasks: matcher ${i} belongs to another spec`);
+      out.set(this.maskAt(ex.m_mask(m.handle)), i * w);
+    }
+  }
+
+  /** @internal the view of distinct mask `idx`. */
+  maskAt(idx: number): Int32Array {
+    let v = this.views[idx];
+    if (v === undefined || v.length === 0) {
+      v = new Int32Array(this.exports.memory.buffer, this.exports.mask_at(idx), this.maskWords);
+      this.views[idx] = v;
+    }
+    return v;
+  }
+
+  /** @internal */
+  needVocab(what: string): void {
+    if (this.maskWords === 0) throw new Error(`${what}: no vocabulary attached (load the spec with { vocab })`);
+  }
+
+  /** @internal the forced byte of `state` (see `Matcher.forced`), -1 if none. */
+  forcedByteOf(state: number): number {
+    let b = this.forcedByte[state]!;
+    if (b !== -2) return b;
+    const { trans, nClasses, flags } = this.dfa;
+    b = -1;
+    if (!(flags[state]! & (STATE_ACCEPTING | STATE_YIELD))) {
+      let count = 0;
+      for (let c = 0; c < nClasses && count <= 1; c++) {
+        if (trans[state * nClasses + c]! >= 0) {
+          count += this.classSize[c]!;
+          b = this.classRep[c]!;
+        }
+      }
+      if (count !== 1) b = -1;
+    }
+    this.forcedByte[state] = b;
+    return b;
+  }
 }
+
+// ---- Matcher -------------------------------------------------------------------------------------
 
 /** Follows one LLM output (and the environment's replies) through a spec. */
 export class Matcher {
   readonly spec: Spec;
+  /** @internal the module's matcher handle */
+  readonly handle: number;
   private readonly ex: SpecExports;
-  private readonly handle: number;
 
   /** @internal use `Spec.matcher()` */
   constructor(spec: Spec) {
@@ -157,6 +507,51 @@ export class Matcher {
   }
 
   /**
+   * Write the allowed-token bitmask of the current state into `bitmask` (at least
+   * `spec.maskWords` words; bit `id & 31` of word `id >> 5` = token `id` allowed). Special tokens are
+   * never allowed, EOS exactly when the output so far is a complete run.
+   */
+  fillMask(bitmask: Int32Array): void {
+    const idx = this.ex.m_mask(this.handle);
+    if (idx < 0) this.spec.needVocab("fillMask");
+    if (bitmask.length < this.spec.maskWords) {
+      throw new RangeError(`fillMask: the bitmask has ${bitmask.length} words, the vocabulary needs ${this.spec.maskWords}`);
+    }
+    bitmask.set(this.spec.maskAt(idx));
+  }
+
+  /**
+   * The current mask without copying: a read-only view of the module's memory, shared with every
+   * matcher in the same state. Valid until the module's memory grows (a new mask computed, a new
+   * matcher); do not write to it.
+   */
+  maskView(): Int32Array {
+    const idx = this.ex.m_mask(this.handle);
+    if (idx < 0) this.spec.needVocab("maskView");
+    return this.spec.maskAt(idx);
+  }
+
+  /**
+   * Advance by one token. `"yield"`: an env-input marker was completed (call `feedEnv`); `"done"`:
+   * EOS in an accepting state (nothing more is accepted); `"rejected"`: the token is not allowed
+   * here (a special token, EOS before the run is complete, bytes outside the spec, outside an
+   * exhausted budget) and the matcher is unchanged. Throws for an id outside the vocabulary and
+   * for a commit after `"done"`.
+   */
+  commit(tokenId: number): CommitStatus {
+    // `>>> 0` also catches fractions, NaN and ids ≥ 2^32 (which the i32 ABI would wrap).
+    if (tokenId >>> 0 !== tokenId || tokenId >= this.spec.vocabSize) {
+      this.spec.needVocab("commit");
+      throw new RangeError(`commit: token id ${tokenId} is out of range (vocabulary size ${this.spec.vocabSize})`);
+    }
+    const r = this.ex.m_commit(this.handle, tokenId);
+    if (r === 3 && this.ex.m_done(this.handle)) {
+      throw new Error("commit: the matcher is done (EOS was committed); reset it or roll back first");
+    }
+    return COMMIT_STATUS[r]!;
+  }
+
+  /**
    * Feed LLM output. On a byte that is not allowed, returns its offset in the (UTF-8) input and
    * leaves the matcher as it was before the call. `"yield"` means an env-input marker was just
    * completed: stop generating and call `feedEnv` with the environment's text.
@@ -164,28 +559,37 @@ export class Matcher {
   feed(text: string | Uint8Array): FeedResult {
     const bytes = toBytes(text);
     const { ex, handle } = this;
-    const ptr = ex.buf_ptr();
-    const cap = ex.buf_cap();
-    const snapshot = ex.m_state(handle);
-    let r = 0;
-    let pos = 0;
-    do {
-      const n = Math.min(cap, bytes.length - pos);
-      new Uint8Array(ex.memory.buffer, ptr, n).set(bytes.subarray(pos, pos + n));
-      r = ex.m_feed(handle, ptr, n);
-      if (r < 0) {
-        ex.m_set_state(handle, snapshot);
-        return { ok: false, offset: pos + (-r - 1) };
-      }
-      pos += n;
-    } while (pos < bytes.length);
+    // One call, so a rejection leaves everything (state, token counter) as it was: text longer than
+    // the scratch buffer goes through the module's growable output area.
+    const ptr = bytes.length <= ex.buf_cap() ? ex.buf_ptr() : ex.out_ptr(bytes.length);
+    new Uint8Array(ex.memory.buffer, ptr, bytes.length).set(bytes);
+    const r = ex.m_feed(handle, ptr, bytes.length);
+    if (r < 0) return { ok: false, offset: -r - 1 };
     return { ok: true, status: r === 1 ? "yield" : "continue" };
+  }
+
+  /**
+   * Feed host-provided text that must conform (a prompt's `[Question] …`, forced text). Throws a
+   * `NonconformingTextError` with the byte offset of the first byte that is not allowed (the
+   * matcher is then unchanged).
+   */
+  feedText(text: string | Uint8Array): "continue" | "yield" {
+    if (this.ex.m_done(this.handle)) throw new Error("feedText: the matcher is done (EOS was committed)");
+    const r = this.feed(text);
+    if (r.ok) return r.status;
+    const bytes = toBytes(text);
+    const lo = Math.max(0, r.offset - 20);
+    const context = decoder.decode(bytes.subarray(lo, r.offset + 10));
+    throw new NonconformingTextError(
+      r.offset,
+      `feedText: byte ${r.offset} is not allowed here (state ${this.specState ?? "(start)"}; valid next markers: ${this.validNext().map((n) => JSON.stringify(this.spec.states.find((s) => s.name === n)!.marker)).join(", ") || "none"}) near ${JSON.stringify(context)}`,
+    );
   }
 
   /** Feed the environment's reply (opaque text). Only valid while `yielding`. */
   feedEnv(text: string | Uint8Array): void {
     const { ex, handle } = this;
-    if (!ex.m_yielding(handle)) {
+    if (!ex.m_yielding(handle) || ex.m_done(handle)) {
       throw new Error("feedEnv: the matcher is not yielding (environment text is only accepted right after an env-input marker)");
     }
     const bytes = toBytes(text);
@@ -195,12 +599,72 @@ export class Matcher {
     if (ex.m_feed_env(handle, ptr, n) !== 0) throw new Error("feedEnv: the runtime refused the environment text");
   }
 
+  /**
+   * Jump-forward: the bytes every valid continuation starts with (the DFA allows exactly one byte,
+   * and the state neither accepts nor yields, at each of them). Empty when the matcher is done.
+   * Ignores the token budget.
+   */
+  forcedBytes(): Uint8Array {
+    if (this.ex.m_done(this.handle)) return new Uint8Array(0);
+    const out: number[] = [];
+    const { trans, classMap, nClasses, nStates } = this.spec.dfa;
+    let s = this.state;
+    for (let b = this.spec.forcedByteOf(s); b >= 0 && out.length < nStates; b = this.spec.forcedByteOf(s)) {
+      out.push(b);
+      s = trans[s * nClasses + classMap[b]!]!;
+    }
+    return Uint8Array.from(out);
+  }
+
+  /**
+   * `forcedBytes()` as text: its longest prefix that is well-formed UTF-8 (so it stops before a
+   * character cut off at the end, and is empty when the matcher is inside a multi-byte character:
+   * use `forcedBytes` there). Feed it with `feedText` to append it without a forward pass.
+   */
+  forced(): string {
+    const b = this.forcedBytes();
+    return decoder.decode(b.subarray(0, validUtf8Prefix(b)));
+  }
+
+  /** Undo the last `n` committed tokens (at most `MAX_ROLLBACK`, and not across feed/feedEnv/state changes). */
+  rollback(n = 1): void {
+    if (!Number.isInteger(n) || n < 0 || this.ex.m_rollback(this.handle, n) !== 0) {
+      throw new RangeError(`rollback(${n}): only ${this.ex.m_history(this.handle)} committed token(s) can be undone`);
+    }
+  }
+
+  /** How many committed tokens `rollback` can undo now. */
+  get rollbackLimit(): number {
+    return this.ex.m_history(this.handle);
+  }
+
+  /**
+   * Token budget per spec state (0 = none): once this many tokens were committed in one spec state,
+   * only EOS (when accepting) and tokens on a shortest path to a new marker are allowed.
+   */
+  get budget(): number {
+    return this.ex.m_budget(this.handle);
+  }
+
+  set budget(k: number) {
+    if (!Number.isInteger(k) || k < 0 || k > MAX_BUDGET) throw new RangeError(`budget must be an integer in 0..${MAX_BUDGET}, not ${k}`);
+    this.ex.m_set_budget(this.handle, k);
+  }
+
+  /** Tokens committed since the current spec state was entered. */
+  get tokensInState(): number {
+    return this.ex.m_count(this.handle);
+  }
+
   /** Back to the initial state. */
   reset(): void {
     this.ex.m_reset(this.handle);
   }
 
-  /** The byte-level DFA state: a snapshot that can be restored by assigning it back. */
+  /**
+   * The byte-level DFA state: a snapshot that can be restored by assigning it back (restoring also
+   * clears the done flag, the token counter and the rollback history).
+   */
   get state(): number {
     return this.ex.m_state(this.handle);
   }
@@ -217,14 +681,24 @@ export class Matcher {
     return i < 0 ? null : this.spec.states[i]!.name;
   }
 
-  /** Whether the output so far is a complete, valid run of the spec. */
-  get accepting(): boolean {
+  /** Whether the output so far is a complete, valid run of the spec (EOS is allowed). */
+  get isAccepting(): boolean {
     return this.ex.m_accepting(this.handle) !== 0;
+  }
+
+  /** Same as `isAccepting`. */
+  get accepting(): boolean {
+    return this.isAccepting;
   }
 
   /** Whether the LLM must stop here and the environment's text be fed with `feedEnv`. */
   get yielding(): boolean {
     return this.ex.m_yielding(this.handle) !== 0;
+  }
+
+  /** Whether EOS was committed. */
+  get isDone(): boolean {
+    return this.ex.m_done(this.handle) !== 0;
   }
 
   /** The names of the spec states whose markers may come next. */
@@ -234,5 +708,42 @@ export class Matcher {
     const out: string[] = [];
     for (let i = 0; i < n; i++) out.push(this.spec.states[this.ex.next_at(s, i)]!.name);
     return out;
+  }
+}
+
+/**
+ * Length of the longest prefix of `b` that is well-formed UTF-8 (stops at a continuation byte
+ * without its lead, e.g. when the matcher is inside a character, and before a character cut off
+ * at the end).
+ */
+function validUtf8Prefix(b: Uint8Array): number {
+  const n = b.length;
+  let i = 0;
+  while (i < n) {
+    const c = b[i]!;
+    const need = c < 0x80 ? 1 : c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
+    if (need === 0 || i + need > n) break;
+    let ok = true;
+    for (let k = 1; k < need; k++) if ((b[i + k]! & 0xc0) !== 0x80) ok = false;
+    // Overlong 3/4-byte forms, surrogates and code points above U+10FFFF.
+    if (ok && need === 3) ok = !((c === 0xe0 && b[i + 1]! < 0xa0) || (c === 0xed && b[i + 1]! >= 0xa0));
+    if (ok && need === 4) ok = !((c === 0xf0 && b[i + 1]! < 0x90) || (c === 0xf4 && b[i + 1]! >= 0x90));
+    if (!ok) break;
+    i += need;
+  }
+  return i;
+}
+
+/**
+ * Set the logits of disallowed tokens to -Infinity (in place). Tokens beyond the mask are
+ * disallowed too.
+ */
+export function applyMask(logits: Float32Array, mask: Int32Array): void {
+  const n = logits.length;
+  for (let w = 0, base = 0; base < n; w++, base += 32) {
+    const bits = w < mask.length ? mask[w]! : 0;
+    if (bits === -1) continue;
+    const end = base + 32 < n ? base + 32 : n;
+    for (let i = base; i < end; i++) if (!((bits >>> (i - base)) & 1)) logits[i] = -Infinity;
   }
 }

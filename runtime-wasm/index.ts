@@ -2,12 +2,18 @@
  * @fileoverview specc's WebAssembly runtime (AssemblyScript, built once into build/runtime.wasm).
  *
  * `specc compile` appends one active data segment holding a spec's tables at TABLE_BASE = 16 to
- * this module; the code below only reads them. It exports the numeric ABI of docs/abi.md (format
- * version 1) so that any host (JS, Python, Rust, ...) can run the byte-level DFA for constrained
- * decoding without JS glue: the module imports nothing. Tables are trusted (the compiler wrote them
- * and a host binding validates them once at load); the hot paths (`step`, `m_feed`) are plain
- * table loads with no allocation and no bounds checks beyond the ones that keep reads inside the
- * tables for arguments that come from the host.
+ * this module; the code below only reads them. It exports the numeric ABI of docs/abi.md (ABI
+ * version 2, table format version 1) so that any host (JS, Python, Rust, ...) can run the
+ * byte-level DFA for constrained decoding without JS glue: the module imports nothing. Tables are
+ * trusted (the compiler wrote them and a host binding validates them once at load); the hot paths
+ * (`step`, `m_feed`, `m_mask`, `m_commit`) are plain table loads with no allocation and no bounds
+ * checks beyond the ones that keep reads inside the tables for arguments that come from the host.
+ *
+ * Token masks (ABI 2): the host attaches a vocabulary once (`vocab_alloc`, write the regions,
+ * `vocab_ready`, which validates everything it was given). A state's mask is computed on first use
+ * by one walk of the token trie (DFS order, dead subtrees skipped) and cached; identical masks are
+ * stored once. `m_mask` is then one table load, and a mask is `ceil(V / 32)` i32 words, bit
+ * `id & 31` of word `id >> 5` (XGrammar's layout).
  */
 
 // ---- Table layout (docs/abi.md) ----------------------------------------------------------------
@@ -17,7 +23,7 @@
 // @ts-ignore: decorator
 @inline const MAGIC: u32 = 0x43435053; // "SPCC"
 // @ts-ignore: decorator
-@inline const VERSION: u32 = 1;
+@inline const VERSION: u32 = 1; // table format version (the ABI version is abi_version())
 // @ts-ignore: decorator
 @inline const BOM: u32 = 0xfeff;
 // @ts-ignore: decorator
@@ -86,9 +92,29 @@
 
 // @ts-ignore: decorator
 @inline const BUF_CAP: i32 = 65536;
-/** Bytes per matcher record: u32 current byte-DFA state (room for a few more fields later). */
+
+/**
+ * Matcher record, REC bytes (docs/abi.md): u32 state, u32 done (EOS committed), u32 tokens
+ * committed in the current spec state (saturating at COUNT_MAX), u32 token budget (0 = none),
+ * u32 history head (low 16 bits) | history length (high 16 bits), then a ring of HIST u32 entries
+ * `state | count << 16 | done << 31`, one per committed token, for `m_rollback`.
+ */
 // @ts-ignore: decorator
-@inline const REC: usize = 8;
+@inline const REC: usize = 84;
+// @ts-ignore: decorator
+@inline const R_DONE: usize = 4;
+// @ts-ignore: decorator
+@inline const R_COUNT: usize = 8;
+// @ts-ignore: decorator
+@inline const R_BUDGET: usize = 12;
+// @ts-ignore: decorator
+@inline const R_HIST: usize = 16;
+// @ts-ignore: decorator
+@inline const R_RING: usize = 20;
+// @ts-ignore: decorator
+@inline const HIST: u32 = 16;
+// @ts-ignore: decorator
+@inline const COUNT_MAX: u32 = 0x7fff;
 
 const bufPtr: usize = heap.alloc(<usize>BUF_CAP);
 let recBase: usize = heap.alloc(16 * REC);
@@ -105,7 +131,7 @@ let recCount: i32 = 0;
 // ---- Exports: tables ------------------------------------------------------------------------------
 
 export function abi_version(): i32 {
-  return 1;
+  return 2;
 }
 
 export function tables_ok(): i32 {
@@ -158,9 +184,15 @@ export function state_flags(state: i32): i32 {
   return <i32>flagsOf(<u32>state);
 }
 
+/** Raw spec state of a state (NONE16 = none). */
+// @ts-ignore: decorator
+@inline function specOf(s: u32): u32 {
+  return <u32>load<u16>(info(s), 2);
+}
+
 export function state_spec(state: i32): i32 {
   if (!validState(state)) return -1;
-  const v = <u32>load<u16>(info(<u32>state), 2);
+  const v = specOf(<u32>state);
   return v == NONE16 ? -1 : <i32>v;
 }
 
@@ -218,6 +250,499 @@ export function spec_flags(i: i32): i32 {
   return specField(i, 4, 0);
 }
 
+// ---- Vocabulary (ABI 2) ---------------------------------------------------------------------------
+
+/** Token kinds (`tok_kind` region). */
+// @ts-ignore: decorator
+@inline const K_TEXT: u32 = 0;
+// @ts-ignore: decorator
+@inline const K_SPECIAL: u32 = 1;
+// @ts-ignore: decorator
+@inline const K_EOS: u32 = 2;
+/** Trie node record: u32 `byte | depth << 8` (a class instead of the byte after `vocab_ready`),
+ * u32 skip (index of the first node after the subtree), u32 first index into `trie_ids`. */
+// @ts-ignore: decorator
+@inline const NODE: usize = 12;
+/** Limits that keep every size computation inside 32 bits. */
+// @ts-ignore: decorator
+@inline const MAX_VOCAB: u32 = 1 << 24;
+// @ts-ignore: decorator
+@inline const MAX_NODES: u32 = 1 << 24;
+// @ts-ignore: decorator
+@inline const MAX_BYTES: u32 = 1 << 28;
+/** Budget-walk tag of a path that has already entered a new spec state. */
+// @ts-ignore: decorator
+@inline const RELEASED: u32 = 0xffffffff;
+// @ts-ignore: decorator
+@inline const INF: u32 = 0xfffffffe;
+
+/** 0 = no vocabulary, 1 = regions allocated (host writing), 2 = validated and in use. */
+let vocabPhase: i32 = 0;
+let vocabSize: u32 = 0;
+let nNodes: u32 = 0;
+let nTrie: u32 = 0;
+let nBytes: u32 = 0;
+let nodesPtr: usize = 0;
+let trieIdsPtr: usize = 0;
+let tokOffPtr: usize = 0;
+let tokBytesPtr: usize = 0;
+let tokKindPtr: usize = 0;
+let words: u32 = 0;
+let maskBytes: usize = 0;
+let maxDepth: u32 = 0;
+/** Per-depth walk stack: u32 transition-row address (and, for budget walks, a u32 tag). */
+let stackPtr: usize = 0;
+let tagPtr: usize = 0;
+let eosPtr: usize = 0;
+let nEos: u32 = 0;
+/** i32[nStates]: distinct-mask index of each state's mask, -1 = not computed yet. */
+let stateMaskPtr: usize = 0;
+/** i32[nStates]: the same for the budget-exhausted masks (allocated on first use). */
+let budgetMaskPtr: usize = 0;
+/** u32[nStates]: bytes to the nearest accepting state or new spec state (budget walks). */
+let distPtr: usize = 0;
+/** Distinct masks: pointers and hashes (room for 2 × nStates + 1), open-addressing index. */
+let maskPtrsPtr: usize = 0;
+let maskHashPtr: usize = 0;
+let nMasks: u32 = 0;
+let htPtr: usize = 0;
+let htMask: u32 = 0;
+let zeroMask: i32 = -1;
+let outPtr: usize = 0;
+let outCap: usize = 0;
+/**
+ * Transitions the trie walks read: the tables' own, or (only for tables whose yield states have
+ * transitions, which specc never writes) a copy with those rows emptied, so that a walk needs no
+ * per-node yield check.
+ */
+let walkTrans: usize = 0;
+
+/** Allocate a zeroed block (the stub allocator hands out fresh, but not necessarily zero, memory). */
+function allocZero(n: usize): usize {
+  const p = heap.alloc(n > 0 ? n : 4);
+  memory.fill(p, 0, n);
+  return p;
+}
+
+/**
+ * Reserve the vocabulary regions. `vocabSize` token ids, `nodes` trie nodes (the root included),
+ * `trieTokens` ids listed in the trie, `bytes` token bytes in all. 0, or -1 (no valid tables, a
+ * vocabulary already attached, or sizes out of range); the host then writes the regions given by
+ * `vocab_region` and calls `vocab_ready`.
+ */
+export function vocab_alloc(size: i32, nodes: i32, trieTokens: i32, bytes: i32): i32 {
+  if (!tables_ok() || vocabPhase != 0) return -1;
+  if (size < 1 || <u32>size > MAX_VOCAB || nodes < 1 || <u32>nodes > MAX_NODES) return -1;
+  if (trieTokens < 0 || trieTokens > size || bytes < 0 || <u32>bytes > MAX_BYTES) return -1;
+  vocabSize = <u32>size;
+  nNodes = <u32>nodes;
+  nTrie = <u32>trieTokens;
+  nBytes = <u32>bytes;
+  nodesPtr = allocZero((<usize>nNodes + 1) * NODE);
+  trieIdsPtr = allocZero(<usize>nTrie << 2);
+  tokOffPtr = allocZero((<usize>vocabSize + 1) << 2);
+  tokBytesPtr = allocZero(<usize>nBytes);
+  tokKindPtr = allocZero(<usize>vocabSize);
+  vocabPhase = 1;
+  return 0;
+}
+
+/** Address of vocabulary region `k` (0 nodes, 1 trie_ids, 2 tok_off, 3 tok_bytes, 4 tok_kind), 0 if none. */
+export function vocab_region(k: i32): i32 {
+  if (vocabPhase == 0) return 0;
+  switch (k) {
+    case 0: return <i32>nodesPtr;
+    case 1: return <i32>trieIdsPtr;
+    case 2: return <i32>tokOffPtr;
+    case 3: return <i32>tokBytesPtr;
+    case 4: return <i32>tokKindPtr;
+  }
+  return 0;
+}
+
+// @ts-ignore: decorator
+@inline function nodeW0(i: u32): u32 {
+  return load<u32>(nodesPtr + <usize>i * NODE);
+}
+
+// @ts-ignore: decorator
+@inline function nodeSkip(i: u32): u32 {
+  return load<u32>(nodesPtr + <usize>i * NODE, 4);
+}
+
+// @ts-ignore: decorator
+@inline function nodeTok(i: u32): u32 {
+  return load<u32>(nodesPtr + <usize>i * NODE, 8);
+}
+
+/**
+ * Validate what the host wrote and make the vocabulary usable. 0, or a negative code (docs/abi.md):
+ * -1 not allocated or already ready, -2 token offsets, -3 token kinds, -4 trie shape (depths,
+ * skips), -5 trie token ranges, -6 a trie entry (id out of range, not a text token, listed twice,
+ * or bytes that differ from the node's path), -7 a text token missing from the trie.
+ */
+export function vocab_ready(): i32 {
+  if (vocabPhase != 1) return -1;
+  const V = vocabSize;
+  const n = nNodes;
+  // Token offsets and kinds.
+  if (load<u32>(tokOffPtr) != 0 || load<u32>(tokOffPtr + (<usize>V << 2)) != nBytes) return -2;
+  for (let id: u32 = 0; id < V; id++) {
+    if (load<u32>(tokOffPtr + (<usize>id << 2)) > load<u32>(tokOffPtr + (<usize>(id + 1) << 2))) return -2;
+  }
+  nEos = 0;
+  for (let id: u32 = 0; id < V; id++) {
+    const k = <u32>load<u8>(tokKindPtr + id);
+    if (k > K_EOS) return -3;
+    if (k == K_EOS) nEos++;
+  }
+  // Trie shape: DFS pre-order, root first.
+  if (nodeW0(0) != 0 || nodeSkip(0) != n) return -4;
+  let md: u32 = 0;
+  let prev: u32 = 0;
+  for (let i: u32 = 1; i < n; i++) {
+    const d = nodeW0(i) >>> 8;
+    if (d < 1 || d > prev + 1) return -4;
+    if (d > md) md = d;
+    prev = d;
+  }
+  maxDepth = md;
+  stackPtr = allocZero((<usize>md + 1) << 2);
+  tagPtr = allocZero((<usize>md + 1) << 2);
+  // Skips: a node's subtree ends at the first later node that is not deeper (or at n).
+  const open = stackPtr; // open[d] = the node at depth d on the current path
+  let top: u32 = 0;
+  for (let j: u32 = 1; j <= n; j++) {
+    const d = j < n ? nodeW0(j) >>> 8 : 1;
+    while (top >= d) {
+      if (nodeSkip(load<u32>(open + (<usize>top << 2))) != j) return -4;
+      top--;
+    }
+    if (j < n) {
+      store<u32>(open + (<usize>d << 2), j);
+      top = d;
+    }
+  }
+  // Token ranges: non-decreasing from 0 to nTrie (the sentinel record after the last node).
+  if (nodeTok(0) != 0 || nodeTok(n) != nTrie) return -5;
+  for (let i: u32 = 0; i < n; i++) if (nodeTok(i) > nodeTok(i + 1)) return -5;
+  // Every trie entry is a text token whose bytes spell the node's path, each listed once.
+  const seen = allocZero(((<usize>V + 31) >>> 5) << 2);
+  const path = allocZero(<usize>md + 1);
+  let bad = false;
+  for (let i: u32 = 0; i < n && !bad; i++) {
+    const d = nodeW0(i) >>> 8;
+    if (i > 0) store<u8>(path + <usize>d - 1, <u8>(nodeW0(i) & 0xff));
+    const end = nodeTok(i + 1);
+    for (let a = nodeTok(i); a < end; a++) {
+      const id = load<u32>(trieIdsPtr + (<usize>a << 2));
+      if (id >= V || <u32>load<u8>(tokKindPtr + id) != K_TEXT) { bad = true; break; }
+      const w = seen + (<usize>(id >>> 5) << 2);
+      const bit: u32 = 1 << (id & 31);
+      if (load<u32>(w) & bit) { bad = true; break; }
+      store<u32>(w, load<u32>(w) | bit);
+      const off = load<u32>(tokOffPtr + (<usize>id << 2));
+      const len = load<u32>(tokOffPtr + (<usize>(id + 1) << 2)) - off;
+      if (len != d || (d > 0 && memory.compare(tokBytesPtr + off, path, <usize>d) != 0)) { bad = true; break; }
+    }
+  }
+  if (bad) return -6;
+  for (let id: u32 = 0; id < V; id++) {
+    if (<u32>load<u8>(tokKindPtr + id) == K_TEXT && !(load<u32>(seen + (<usize>(id >>> 5) << 2)) & (<u32>1 << (id & 31)))) return -7;
+  }
+  // Ready: bytes become classes, bookkeeping for the mask cache.
+  const classmap = region(H_CLASSMAP);
+  for (let i: u32 = 1; i < n; i++) {
+    const p = nodesPtr + <usize>i * NODE;
+    const w0 = load<u32>(p);
+    store<u32>(p, (w0 & 0xffffff00) | <u32>load<u8>(classmap + (w0 & 0xff)));
+  }
+  eosPtr = allocZero(<usize>nEos << 2);
+  let e: usize = 0;
+  for (let id: u32 = 0; id < V; id++) {
+    if (<u32>load<u8>(tokKindPtr + id) == K_EOS) {
+      store<u32>(eosPtr + (e << 2), id);
+      e++;
+    }
+  }
+  words = (V + 31) >>> 5;
+  maskBytes = <usize>words << 2;
+  const ns = <usize>hdr(H_NSTATES);
+  walkTrans = region(H_TRANS);
+  const nc = <usize>hdr(H_NCLASSES);
+  for (let st: usize = 0; st < ns; st++) {
+    if (!(flagsOf(<u32>st) & F_YIELD)) continue;
+    for (let c: usize = 0; c < nc; c++) {
+      if (<u32>load<u16>(walkTrans + ((st * nc + c) << 1)) != NONE16) {
+        const copy = heap.alloc((ns * nc) << 1);
+        memory.copy(copy, walkTrans, (ns * nc) << 1);
+        for (let y: usize = 0; y < ns; y++) {
+          if (flagsOf(<u32>y) & F_YIELD) memory.fill(copy + ((y * nc) << 1), 0xff, nc << 1);
+        }
+        walkTrans = copy;
+        break;
+      }
+    }
+    if (walkTrans != region(H_TRANS)) break;
+  }
+  stateMaskPtr = heap.alloc(ns << 2);
+  memory.fill(stateMaskPtr, 0xff, ns << 2);
+  const cap: usize = ns * 2 + 1;
+  maskPtrsPtr = allocZero(cap << 2);
+  maskHashPtr = allocZero(cap << 2);
+  let ht: usize = 16;
+  while (ht < cap * 2) ht <<= 1;
+  htPtr = heap.alloc(ht << 2);
+  memory.fill(htPtr, 0xff, ht << 2);
+  htMask = <u32>ht - 1;
+  vocabPhase = 2;
+  const z = heap.alloc(maskBytes);
+  memory.fill(z, 0, maskBytes);
+  zeroMask = intern(z);
+  return 0;
+}
+
+export function vocab_size(): i32 {
+  return vocabPhase == 2 ? <i32>vocabSize : 0;
+}
+
+export function mask_words(): i32 {
+  return vocabPhase == 2 ? <i32>words : 0;
+}
+
+/** Deepest trie node (= longest token in bytes); 0 before `vocab_ready`. */
+export function vocab_max_depth(): i32 {
+  return vocabPhase == 2 ? <i32>maxDepth : 0;
+}
+
+// ---- Token masks ----------------------------------------------------------------------------------
+
+// @ts-ignore: decorator
+@inline function setBit(out: usize, id: u32): void {
+  const w = out + (<usize>(id >>> 5) << 2);
+  store<u32>(w, load<u32>(w) | (<u32>1 << (id & 31)));
+}
+
+/** Set the bits of trie entries [a, b). */
+// @ts-ignore: decorator
+@inline function setRange(out: usize, a: u32, b: u32): void {
+  const ids = trieIdsPtr;
+  for (; a < b; a++) setBit(out, load<u32>(ids + (<usize>a << 2)));
+}
+
+function setEos(out: usize, s: u32): void {
+  if (flagsOf(s) & F_ACCEPTING) {
+    for (let i: u32 = 0; i < nEos; i++) setBit(out, load<u32>(eosPtr + (<usize>i << 2)));
+  }
+}
+
+/**
+ * The mask of state `s` into `out` (maskBytes): one walk of the trie, dead subtrees skipped. A
+ * yield state's row is empty in `walkTrans`, so nothing is allowed past an env-input marker.
+ */
+function walk(s: u32, out: usize): void {
+  memory.fill(out, 0, maskBytes);
+  setEos(out, s);
+  const nodes = nodesPtr;
+  setRange(out, 0, load<u32>(nodes + NODE, 8)); // tokens with no bytes: always allowed
+  const trans = walkTrans;
+  const rowBytes = hdr(H_NCLASSES) << 1;
+  const stack = stackPtr;
+  const ids = trieIdsPtr;
+  store<u32>(stack, <u32>trans + s * rowBytes);
+  const end = nodes + <usize>nNodes * NODE;
+  let p = nodes + NODE;
+  while (p < end) {
+    const w0 = load<u32>(p);
+    const d = <usize>(w0 >>> 8);
+    const row = <usize>load<u32>(stack + ((d - 1) << 2));
+    const t = <u32>load<u16>(row + (<usize>(w0 & 0xff) << 1));
+    if (t == NONE16) {
+      p = nodes + <usize>load<u32>(p, 4) * NODE;
+      continue;
+    }
+    let a = load<u32>(p, 8);
+    const b = load<u32>(p, 8 + NODE);
+    for (; a < b; a++) setBit(out, load<u32>(ids + (<usize>a << 2)));
+    store<u32>(stack + (d << 2), <u32>trans + t * rowBytes);
+    p += NODE;
+  }
+}
+
+/**
+ * Per state: the fewest bytes to an accepting state or to a state of another spec state (a new
+ * marker committed). Used by budget walks; every live state has a finite distance.
+ */
+function ensureDist(): void {
+  if (distPtr != 0) return;
+  const ns = hdr(H_NSTATES);
+  const nc = hdr(H_NCLASSES);
+  const trans = region(H_TRANS);
+  const dist = heap.alloc(<usize>ns << 2);
+  for (let s: u32 = 0; s < ns; s++) store<u32>(dist + (<usize>s << 2), flagsOf(s) & F_ACCEPTING ? 0 : INF);
+  let changed = true;
+  while (changed) {
+    changed = false;
+    for (let s: u32 = 0; s < ns; s++) {
+      let best = load<u32>(dist + (<usize>s << 2));
+      if (best == 0 || flagsOf(s) & F_YIELD) continue;
+      const p = specOf(s);
+      for (let c: u32 = 0; c < nc; c++) {
+        const t = <u32>load<u16>(trans + (<usize>(s * nc + c) << 1));
+        if (t == NONE16) continue;
+        const dt: u32 = specOf(t) != p ? <u32>0 : load<u32>(dist + (<usize>t << 2));
+        if (dt != INF && dt + 1 < best) best = dt + 1;
+      }
+      if (best < load<u32>(dist + (<usize>s << 2))) {
+        store<u32>(dist + (<usize>s << 2), best);
+        changed = true;
+      }
+    }
+  }
+  const ms = heap.alloc(<usize>ns << 2);
+  memory.fill(ms, 0xff, <usize>ns << 2);
+  budgetMaskPtr = ms;
+  distPtr = dist;
+}
+
+/**
+ * The budget-exhausted mask of `s`: EOS when accepting, and the tokens whose bytes take a shortest
+ * path towards a new marker (every byte lowers the distance of `ensureDist` by one) until a new
+ * spec state is entered; after that the rest of the token is only checked against the DFA.
+ */
+function walkBudget(s: u32, out: usize): void {
+  memory.fill(out, 0, maskBytes);
+  setEos(out, s);
+  const infos = region(H_INFO);
+  if (<u32>load<u16>(infos + (<usize>s << 3)) & F_YIELD) return;
+  const trans = region(H_TRANS);
+  const rowBytes = hdr(H_NCLASSES) << 1;
+  const nodes = nodesPtr;
+  const stack = stackPtr;
+  const tags = tagPtr;
+  const dist = distPtr;
+  const p = specOf(s);
+  store<u32>(stack, <u32>trans + s * rowBytes);
+  store<u32>(tags, load<u32>(dist + (<usize>s << 2)));
+  const n = nNodes;
+  let i: u32 = 1;
+  while (i < n) {
+    const q = nodes + <usize>i * NODE;
+    const w0 = load<u32>(q);
+    const d = <usize>(w0 >>> 8);
+    const row = <usize>load<u32>(stack + ((d - 1) << 2));
+    const t = <u32>load<u16>(row + (<usize>(w0 & 0xff) << 1));
+    let tag = load<u32>(tags + ((d - 1) << 2));
+    if (t != NONE16 && tag != RELEASED) {
+      if (specOf(t) != p) tag = RELEASED;
+      else {
+        const dt = load<u32>(dist + (<usize>t << 2));
+        if (dt + 1 == tag) tag = dt;
+        else tag = INF; // not on a shortest path: dead
+      }
+    }
+    if (t == NONE16 || tag == INF) {
+      i = load<u32>(q, 4);
+      continue;
+    }
+    setRange(out, load<u32>(q, 8), load<u32>(q, 8 + NODE));
+    if (<u32>load<u16>(infos + (<usize>t << 3)) & F_YIELD) {
+      i = load<u32>(q, 4);
+      continue;
+    }
+    store<u32>(stack + (d << 2), <u32>trans + t * rowBytes);
+    store<u32>(tags + (d << 2), tag);
+    i++;
+  }
+}
+
+function hashMask(p: usize): u32 {
+  let h: u32 = 0x811c9dc5;
+  const end = p + maskBytes;
+  for (; p < end; p += 4) h = (h ^ load<u32>(p)) * 16777619;
+  return h;
+}
+
+/** Index of the distinct mask equal to the fresh block `p` (the last allocation, freed if a copy). */
+function intern(p: usize): i32 {
+  const h = hashMask(p);
+  let pos = h & htMask;
+  for (;;) {
+    const e = load<i32>(htPtr + (<usize>pos << 2));
+    if (e < 0) break;
+    if (load<u32>(maskHashPtr + (<usize>e << 2)) == h && memory.compare(<usize>load<u32>(maskPtrsPtr + (<usize>e << 2)), p, maskBytes) == 0) {
+      heap.free(p);
+      return e;
+    }
+    pos = (pos + 1) & htMask;
+  }
+  const idx = nMasks++;
+  store<u32>(maskPtrsPtr + (<usize>idx << 2), <u32>p);
+  store<u32>(maskHashPtr + (<usize>idx << 2), h);
+  store<i32>(htPtr + (<usize>pos << 2), <i32>idx);
+  return <i32>idx;
+}
+
+/** Distinct-mask index of state `s` (normal or budget-exhausted), computed on first use. */
+function maskIndex(s: u32, budget: bool): i32 {
+  if (budget) ensureDist();
+  const slot = (budget ? budgetMaskPtr : stateMaskPtr) + (<usize>s << 2);
+  let idx = load<i32>(slot);
+  if (idx >= 0) return idx;
+  const p = heap.alloc(maskBytes);
+  if (budget) walkBudget(s, p);
+  else walk(s, p);
+  idx = intern(p);
+  store<i32>(slot, idx);
+  return idx;
+}
+
+// @ts-ignore: decorator
+@inline function maskAddr(idx: i32): usize {
+  return <usize>load<u32>(maskPtrsPtr + (<usize>idx << 2));
+}
+
+/** Distinct-mask index of state `state`'s mask (computed on first use); -1 without vocabulary or for an invalid state. */
+export function mask_id(state: i32): i32 {
+  if (vocabPhase != 2 || !validState(state)) return -1;
+  return maskIndex(<u32>state, false);
+}
+
+/** Address of state `state`'s mask (`mask_words()` i32 words); 0 without vocabulary or for an invalid state. */
+export function mask_ptr(state: i32): i32 {
+  const idx = mask_id(state);
+  return idx < 0 ? 0 : <i32>maskAddr(idx);
+}
+
+/** Address of distinct mask `idx` (0 ≤ idx < mask_count()), else 0. */
+export function mask_at(idx: i32): i32 {
+  if (vocabPhase != 2 || <u32>idx >= nMasks) return 0;
+  return <i32>maskAddr(idx);
+}
+
+/** Number of distinct masks computed so far (the all-zero mask of a finished matcher included). */
+export function mask_count(): i32 {
+  return vocabPhase == 2 ? <i32>nMasks : 0;
+}
+
+/** Compute the mask of every state; returns mask_count(), or -1 without vocabulary. */
+export function precompute_all(): i32 {
+  if (vocabPhase != 2) return -1;
+  const ns = hdr(H_NSTATES);
+  for (let s: u32 = 0; s < ns; s++) maskIndex(s, false);
+  return <i32>nMasks;
+}
+
+/** A host-writable area of at least `bytes` bytes (for `fill_masks`); it moves when it grows. */
+export function out_ptr(bytes: i32): i32 {
+  if (bytes < 0) return 0;
+  if (<usize>bytes > outCap) {
+    outPtr = heap.alloc(<usize>bytes);
+    outCap = <usize>bytes;
+  }
+  return <i32>outPtr;
+}
+
 // ---- Exports: matchers ----------------------------------------------------------------------------
 
 /** A new matcher at the initial state; -1 when the module carries no (valid) tables. */
@@ -229,23 +754,33 @@ export function m_new(): i32 {
   }
   const m = recCount++;
   const r = recBase + <usize>m * REC;
+  memory.fill(r, 0, REC);
   store<u32>(r, hdr(H_INITIAL));
-  store<u32>(r, 0, 4);
   return m;
 }
 
+/** State, done flag, counter and history all cleared (the budget is kept). */
+// @ts-ignore: decorator
+@inline function setFresh(r: usize, s: u32): void {
+  store<u32>(r, s);
+  store<u32>(r, 0, R_DONE);
+  store<u32>(r, 0, R_COUNT);
+  store<u32>(r, 0, R_HIST);
+}
+
 export function m_reset(m: i32): void {
-  store<u32>(rec(m), hdr(H_INITIAL));
+  setFresh(rec(m), hdr(H_INITIAL));
 }
 
 export function m_state(m: i32): i32 {
   return <i32>load<u32>(rec(m));
 }
 
+/** Restore a state snapshot; also clears the done flag, the token counter and the history. */
 export function m_set_state(m: i32, s: i32): i32 {
   const r = rec(m);
   if (!validState(s)) return -1;
-  store<u32>(r, <u32>s);
+  setFresh(r, <u32>s);
   return 0;
 }
 
@@ -253,14 +788,18 @@ export function m_set_state(m: i32, s: i32): i32 {
  * Feed LLM output bytes. 0 = continue, 1 = yield (an env-input marker was completed: stop and feed
  * the environment's text with `m_feed_env`), `-(1 + i)` = byte `i` is not allowed; the matcher is
  * then left unchanged. A yield state has no byte transitions, so any byte after it is rejected.
+ * A finished matcher (EOS committed) rejects every byte and answers 2 to an empty feed. Success
+ * clears the rollback history; the token counter restarts when the spec state changes.
  */
 export function m_feed(m: i32, ptr: i32, len: i32): i32 {
   const r = rec(m);
+  if (load<u32>(r, R_DONE)) return len > 0 ? -1 : 2;
   const nClasses = hdr(H_NCLASSES);
   const trans = region(H_TRANS);
   const classmap = region(H_CLASSMAP);
   const infos = region(H_INFO);
-  let s = load<u32>(r);
+  const s0 = load<u32>(r);
+  let s = s0;
   const p = <usize>ptr;
   const n = <usize>(<u32>len);
   for (let i: usize = 0; i < n; ++i) {
@@ -272,6 +811,8 @@ export function m_feed(m: i32, ptr: i32, len: i32): i32 {
     s = t;
   }
   store<u32>(r, s);
+  store<u32>(r, 0, R_HIST);
+  if (specOf(s) != specOf(s0)) store<u32>(r, 0, R_COUNT);
   return i32((<u32>load<u16>(infos + (<usize>s << 3)) & F_YIELD) != 0);
 }
 
@@ -279,10 +820,12 @@ export function m_feed(m: i32, ptr: i32, len: i32): i32 {
 export function m_feed_env(m: i32, ptr: i32, len: i32): i32 {
   const r = rec(m);
   const s = load<u32>(r);
-  if (!(flagsOf(s) & F_YIELD)) return -1;
+  if (load<u32>(r, R_DONE) || !(flagsOf(s) & F_YIELD)) return -1;
   const nxt = <u32>load<u16>(info(s), 4);
   if (nxt == NONE16) return -1;
   store<u32>(r, nxt);
+  store<u32>(r, 0, R_COUNT);
+  store<u32>(r, 0, R_HIST);
   return 0;
 }
 
@@ -296,4 +839,165 @@ export function m_accepting(m: i32): i32 {
 
 export function m_yielding(m: i32): i32 {
   return i32((flagsOf(load<u32>(rec(m))) & F_YIELD) != 0);
+}
+
+/** 1 once an EOS token was committed (every later commit or feed is rejected), else 0. */
+export function m_done(m: i32): i32 {
+  return <i32>load<u32>(rec(m), R_DONE);
+}
+
+/** Tokens committed since the current spec state was entered (saturates at 32767). */
+export function m_count(m: i32): i32 {
+  return <i32>load<u32>(rec(m), R_COUNT);
+}
+
+/**
+ * Token budget per spec state: once `k` tokens were committed in one spec state, the mask and
+ * `m_commit` only allow EOS (when accepting) and tokens on a shortest path to a new marker.
+ * `k ≤ 0` removes the budget; `k` is capped at 32767. Returns 0.
+ */
+export function m_set_budget(m: i32, k: i32): i32 {
+  const r = rec(m);
+  store<u32>(r, k <= 0 ? 0 : min(<u32>k, COUNT_MAX), R_BUDGET);
+  return 0;
+}
+
+export function m_budget(m: i32): i32 {
+  return <i32>load<u32>(rec(m), R_BUDGET);
+}
+
+// @ts-ignore: decorator
+@inline function budgetExhausted(r: usize): bool {
+  const b = load<u32>(r, R_BUDGET);
+  return b != 0 && load<u32>(r, R_COUNT) >= b;
+}
+
+/** Distinct-mask index of matcher `m`'s current mask; -1 without vocabulary. */
+export function m_mask(m: i32): i32 {
+  const r = rec(m);
+  if (vocabPhase != 2) return -1;
+  if (load<u32>(r, R_DONE)) return zeroMask;
+  const s = load<u32>(r);
+  if (budgetExhausted(r)) return maskIndex(s, true);
+  const idx = load<i32>(stateMaskPtr + (<usize>s << 2));
+  return idx >= 0 ? idx : maskIndex(s, false);
+}
+
+/** Address of matcher `m`'s current mask (`mask_words()` i32 words, read-only); 0 without vocabulary. */
+export function m_mask_ptr(m: i32): i32 {
+  const idx = m_mask(m);
+  return idx < 0 ? 0 : <i32>maskAddr(idx);
+}
+
+/** Copy matcher `m`'s mask to `out` (`mask_words()` words); returns its mask index, -1 without vocabulary. */
+export function m_fill_mask(m: i32, out: i32): i32 {
+  const idx = m_mask(m);
+  if (idx >= 0) memory.copy(<usize>out, maskAddr(idx), maskBytes);
+  return idx;
+}
+
+/**
+ * Masks of `n` matchers (i32 handles at `handles`) into `out`, `mask_words()` words each, in order.
+ * 0, or -1 without vocabulary.
+ */
+export function fill_masks(handles: i32, n: i32, out: i32): i32 {
+  if (vocabPhase != 2) return -1;
+  let o = <usize>out;
+  for (let i = 0; i < n; i++) {
+    const idx = m_mask(load<i32>(<usize>handles + (<usize>i << 2)));
+    memory.copy(o, maskAddr(idx), maskBytes);
+    o += maskBytes;
+  }
+  return 0;
+}
+
+function histPush(r: usize): void {
+  const h = load<u32>(r, R_HIST);
+  const head = h & 0xffff;
+  let len = h >>> 16;
+  const entry = load<u32>(r) | (min(load<u32>(r, R_COUNT), COUNT_MAX) << 16) | (load<u32>(r, R_DONE) << 31);
+  store<u32>(r + R_RING + (<usize>head << 2), entry);
+  if (len < HIST) len++;
+  store<u32>(r, ((head + 1) & (HIST - 1)) | (len << 16), R_HIST);
+}
+
+/**
+ * Commit token `id`: 0 continue, 1 yield (an env-input marker was completed), 2 done (EOS in an
+ * accepting state), 3 rejected (the matcher is unchanged): a token id out of range, a special
+ * token, EOS in a state that does not accept, bytes the spec does not allow here, a token outside
+ * an exhausted budget, or any token after done. -1 without vocabulary.
+ */
+export function m_commit(m: i32, id: i32): i32 {
+  const r = rec(m);
+  if (vocabPhase != 2) return -1;
+  if (load<u32>(r, R_DONE) || <u32>id >= vocabSize) return 3;
+  const s0 = load<u32>(r);
+  const kind = <u32>load<u8>(tokKindPtr + <usize>id);
+  if (kind == K_EOS) {
+    if (!(flagsOf(s0) & F_ACCEPTING)) return 3;
+    histPush(r);
+    store<u32>(r, 1, R_DONE);
+    return 2;
+  }
+  if (kind != K_TEXT) return 3;
+  const nClasses = hdr(H_NCLASSES);
+  const trans = region(H_TRANS);
+  const classmap = region(H_CLASSMAP);
+  const infos = region(H_INFO);
+  let p = tokBytesPtr + <usize>load<u32>(tokOffPtr + (<usize>id << 2));
+  const end = tokBytesPtr + <usize>load<u32>(tokOffPtr + (<usize>(id + 1) << 2));
+  const budget = budgetExhausted(r);
+  let s = s0;
+  if (!budget) {
+    for (; p < end; p++) {
+      if (<u32>load<u16>(infos + (<usize>s << 3)) & F_YIELD) return 3;
+      const t = next(s, <u32>load<u8>(p), nClasses, trans, classmap);
+      if (t == NONE16) return 3;
+      s = t;
+    }
+  } else {
+    if (p == end) return 3; // an empty token makes no progress
+    ensureDist();
+    const spec0 = specOf(s0);
+    let tag = load<u32>(distPtr + (<usize>s0 << 2));
+    for (; p < end; p++) {
+      if (<u32>load<u16>(infos + (<usize>s << 3)) & F_YIELD) return 3;
+      const t = next(s, <u32>load<u8>(p), nClasses, trans, classmap);
+      if (t == NONE16) return 3;
+      if (tag != RELEASED) {
+        if (specOf(t) != spec0) tag = RELEASED;
+        else {
+          const dt = load<u32>(distPtr + (<usize>t << 2));
+          if (dt + 1 != tag) return 3;
+          tag = dt;
+        }
+      }
+      s = t;
+    }
+  }
+  histPush(r);
+  store<u32>(r, s);
+  store<u32>(r, specOf(s) != specOf(s0) ? 0 : min(load<u32>(r, R_COUNT) + 1, COUNT_MAX), R_COUNT);
+  return i32((<u32>load<u16>(infos + (<usize>s << 3)) & F_YIELD) != 0);
+}
+
+/** Undo the last `n` committed tokens: 0, or -1 (unchanged) when fewer than `n` are remembered. */
+export function m_rollback(m: i32, n: i32): i32 {
+  const r = rec(m);
+  const h = load<u32>(r, R_HIST);
+  const len = h >>> 16;
+  if (n < 0 || <u32>n > len) return -1;
+  if (n == 0) return 0;
+  const head = ((h & 0xffff) - <u32>n) & (HIST - 1);
+  const entry = load<u32>(r + R_RING + (<usize>head << 2));
+  store<u32>(r, entry & 0xffff);
+  store<u32>(r, (entry >>> 16) & COUNT_MAX, R_COUNT);
+  store<u32>(r, entry >>> 31, R_DONE);
+  store<u32>(r, head | ((len - <u32>n) << 16), R_HIST);
+  return 0;
+}
+
+/** How many committed tokens `m_rollback` can undo (at most 16; cleared by feed, feed_env, set_state, reset). */
+export function m_history(m: i32): i32 {
+  return <i32>(load<u32>(rec(m), R_HIST) >>> 16);
 }

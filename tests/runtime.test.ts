@@ -13,7 +13,8 @@ import {
   serializeTables,
 } from "../compiler/tables.js";
 import { emitWasm, loadRuntimeWasm } from "../compiler/emit-wasm.js";
-import { Spec } from "../bindings/spec.js";
+import { Spec, buildTokenTrie, type TokenTrie } from "../bindings/spec.js";
+import { Vocabulary } from "../bindings/vocab.js";
 
 // ---- A toy spec, by hand -------------------------------------------------------------------------
 //
@@ -80,26 +81,37 @@ function tinyModule(withDataCount: boolean): Uint8Array {
   return Uint8Array.from([0, 97, 115, 109, 1, 0, 0, 0, ...memory, ...exp, ...dataCount, ...custom]);
 }
 
-/** A module with a memory and every ABI export, all bound to one function that returns `value`. */
-function fakeSpecModule(value: number): Uint8Array {
-  const names = [
-    "abi_version", "tables_ok", "buf_ptr", "buf_cap", "state_count", "class_count", "initial_state",
-    "spec_count", "step", "state_flags", "state_spec", "state_env_next", "next_count", "next_at",
-    "spec_marker_ptr", "spec_marker_len", "spec_name_ptr", "spec_name_len", "spec_flags", "m_new",
-    "m_reset", "m_state", "m_set_state", "m_feed", "m_feed_env", "m_spec", "m_accepting", "m_yielding",
-  ];
+const ABI1_EXPORTS = [
+  "abi_version", "tables_ok", "buf_ptr", "buf_cap", "state_count", "class_count", "initial_state",
+  "spec_count", "step", "state_flags", "state_spec", "state_env_next", "next_count", "next_at",
+  "spec_marker_ptr", "spec_marker_len", "spec_name_ptr", "spec_name_len", "spec_flags", "m_new",
+  "m_reset", "m_state", "m_set_state", "m_feed", "m_feed_env", "m_spec", "m_accepting", "m_yielding",
+];
+const ABI2_EXPORTS = [
+  ...ABI1_EXPORTS,
+  "vocab_alloc", "vocab_region", "vocab_ready", "vocab_size", "vocab_max_depth", "mask_words",
+  "mask_id", "mask_ptr", "mask_at", "mask_count", "precompute_all", "out_ptr", "m_done", "m_count",
+  "m_set_budget", "m_budget", "m_mask", "m_mask_ptr", "m_fill_mask", "fill_masks", "m_commit",
+  "m_rollback", "m_history",
+];
+
+/**
+ * A module with a memory and the given exports: `abi_version` returns `version`, every other export
+ * is bound to one function that returns 1 (so `tables_ok()` says yes).
+ */
+function fakeSpecModule(version: number, names: string[] = ABI2_EXPORTS): Uint8Array {
   const enc = new TextEncoder();
   const section = (id: number, body: number[]): number[] => [id, ...leb(body.length), ...body];
   const leb = (n: number): number[] => (n < 128 ? [n] : [(n & 0x7f) | 0x80, ...leb(n >> 7)]);
   const name = (n: string): number[] => [n.length, ...enc.encode(n)];
-  const exports = [...name("memory"), 2, 0, ...names.flatMap((n) => [...name(n), 0, 0])];
+  const exports = [...name("memory"), 2, 0, ...names.flatMap((n) => [...name(n), 0, n === "abi_version" ? 0 : 1])];
   return Uint8Array.from([
     0, 97, 115, 109, 1, 0, 0, 0,
     ...section(1, [1, 0x60, 0, 1, 0x7f]), // type 0: () -> i32
-    ...section(3, [1, 0]), // one function of type 0
+    ...section(3, [2, 0, 0]), // two functions of type 0
     ...section(5, [1, 0, 1]), // memory, 1 page
     ...section(7, [...leb(names.length + 1), ...exports]),
-    ...section(10, [1, 4, 0, 0x41, value, 0x0b]), // i32.const value
+    ...section(10, [2, 4, 0, 0x41, version, 0x0b, 4, 0, 0x41, 1, 0x0b]), // i32.const version; i32.const 1
   ]);
 }
 
@@ -351,7 +363,7 @@ describe("runtime exports", () => {
   it("match the tables for every state and byte", async () => {
     const ex = await instantiate(wasm);
     const dfa = toyDfa();
-    expect(ex.abi_version!()).toBe(1);
+    expect(ex.abi_version!()).toBe(2);
     expect(ex.state_count!()).toBe(dfa.nStates);
     expect(ex.class_count!()).toBe(dfa.nClasses);
     expect(ex.initial_state!()).toBe(dfa.initial);
@@ -504,7 +516,7 @@ describe("Spec / Matcher", () => {
     expect(() => (m.state = 1.5)).toThrow(RangeError);
   });
 
-  it("feeds text longer than the scratch buffer in chunks, with whole-input offsets", async () => {
+  it("feeds text longer than the scratch buffer, with whole-input offsets", async () => {
     const spec = await Spec.load(wasm);
     const cap = spec.exports.buf_cap();
     const m = spec.matcher();
@@ -536,10 +548,13 @@ describe("Spec / Matcher", () => {
   });
 
   it("rejects a different ABI version", async () => {
-    await expect(Spec.load(fakeSpecModule(2))).rejects.toThrow(/ABI version 2; this binding supports version 1/);
+    await expect(Spec.load(fakeSpecModule(1, ABI1_EXPORTS))).rejects.toThrow(/ABI version 1; this binding supports version 2/);
+    await expect(Spec.load(fakeSpecModule(3))).rejects.toThrow(/ABI version 3; this binding supports version 2/);
+    await expect(Spec.load(fakeSpecModule(1))).rejects.toMatchObject({ code: "E0602" });
+    // Version 2 claimed without the version-2 exports.
+    await expect(Spec.load(fakeSpecModule(2, ABI1_EXPORTS))).rejects.toThrow(/claims ABI version 2 but lacks exports vocab_alloc/);
     // Right version, tables_ok() says yes, but memory holds no tables: the binding's own check.
-    await expect(Spec.load(fakeSpecModule(1))).rejects.toThrow(/invalid specc tables/);
-    await expect(Spec.load(fakeSpecModule(2))).rejects.toMatchObject({ code: "E0602" });
+    await expect(Spec.load(fakeSpecModule(2))).rejects.toThrow(/invalid specc tables/);
   });
 
   it("rejects a different format version", async () => {
@@ -552,5 +567,147 @@ describe("Spec / Matcher", () => {
     const bad = tables.slice();
     new DataView(bad.buffer).setUint32(32, 0xfffffff0, true); // off_trans
     await expect(Spec.load(emitWasm(runtime, bad))).rejects.toThrow(/invalid specc tables/);
+  });
+});
+
+// ---- ABI 2: vocabulary, masks, commit (raw exports) -------------------------------------------------
+
+describe("vocabulary ABI", () => {
+  const t = (s: string): Uint8Array => new TextEncoder().encode(s);
+  // ids: 0 "A", 1 "A:", 2 ":", 3 "ab", 4 " ", 5 "B:", 6 "B: x", 7 <special>, 8 <eos>, 9 "a", 10 "ab" (duplicate), 11 "é"
+  const toyVocab = (): Vocabulary =>
+    Vocabulary.fromTokenBytes([t("A"), t("A:"), t(":"), t("ab"), t(" "), t("B:"), t("B: x"), null, null, t("a"), t("ab"), t("é")], { eos: [8] });
+
+  /** A fresh instance with the toy vocabulary written (optionally corrupted) but not yet validated. */
+  async function written(corrupt?: (trie: TokenTrie) => void): Promise<Exports> {
+    const ex = await instantiate(wasm);
+    const trie = buildTokenTrie(toyVocab());
+    corrupt?.(trie);
+    expect(ex.vocab_alloc!(12, trie.nNodes, trie.trieIds.length, trie.tokBytes.length)).toBe(0);
+    const buf = ex.memory.buffer;
+    new Uint32Array(buf, ex.vocab_region!(0), trie.nodes.length).set(trie.nodes);
+    new Uint32Array(buf, ex.vocab_region!(1), trie.trieIds.length).set(trie.trieIds);
+    new Uint32Array(buf, ex.vocab_region!(2), trie.tokOff.length).set(trie.tokOff);
+    new Uint8Array(buf, ex.vocab_region!(3), trie.tokBytes.length).set(trie.tokBytes);
+    new Uint8Array(buf, ex.vocab_region!(4), trie.tokKind.length).set(trie.tokKind);
+    return ex;
+  }
+
+  it("vocab_alloc refuses a bare runtime, bad sizes and a second vocabulary", async () => {
+    expect((await instantiate(runtime)).vocab_alloc!(10, 1, 0, 0)).toBe(-1);
+    const ex = await instantiate(wasm);
+    expect(ex.vocab_region!(0)).toBe(0);
+    expect(ex.vocab_ready!()).toBe(-1);
+    expect(ex.vocab_alloc!(0, 1, 0, 0)).toBe(-1);
+    expect(ex.vocab_alloc!(10, 0, 0, 0)).toBe(-1);
+    expect(ex.vocab_alloc!(10, 1, 11, 0)).toBe(-1);
+    expect(ex.vocab_alloc!(10, 1, 0, -1)).toBe(-1);
+    expect(ex.vocab_alloc!((1 << 24) + 1, 1, 0, 0)).toBe(-1);
+    const m = ex.m_new!();
+    expect(ex.m_commit!(m, 0)).toBe(-1); // no vocabulary yet
+    expect(ex.m_mask!(m)).toBe(-1);
+    expect(ex.mask_ptr!(0)).toBe(0);
+    expect(ex.precompute_all!()).toBe(-1);
+    expect(ex.mask_words!()).toBe(0);
+    const ok = await written();
+    expect(ok.vocab_ready!()).toBe(0);
+    expect(ok.vocab_ready!()).toBe(-1);
+    expect(ok.vocab_alloc!(10, 1, 0, 0)).toBe(-1);
+    expect(ok.vocab_size!()).toBe(12);
+    expect(ok.mask_words!()).toBe(1);
+    expect(ok.vocab_max_depth!()).toBe(4);
+  });
+
+  it("vocab_ready validates everything the host wrote", async () => {
+    const cases: [number, (trie: TokenTrie) => void][] = [
+      [-2, (tr) => (tr.tokOff[3] = 100)],
+      [-2, (tr) => (tr.tokOff[12] = 0)],
+      [-3, (tr) => (tr.tokKind[0] = 3)],
+      [-4, (tr) => (tr.nodes[1] = 2)], // root skip
+      [-4, (tr) => (tr.nodes[3 * 2] = (tr.nodes[3 * 2]! & 0xff) | (5 << 8))], // depth jump
+      [-4, (tr) => (tr.nodes[3 * 1 + 1] = tr.nodes[3 * 1 + 1]! + 1)], // wrong skip
+      [-5, (tr) => (tr.nodes[3 * 2 + 2] = 9)], // ranges not monotonic
+      [-5, (tr) => (tr.nodes[3 * tr.nNodes + 2] = 0)], // sentinel
+      [-6, (tr) => (tr.trieIds[0] = 99)], // id out of range
+      [-6, (tr) => (tr.trieIds[0] = 7)], // a special token in the trie
+      [-6, (tr) => ([tr.trieIds[0], tr.trieIds[1]] = [tr.trieIds[1]!, tr.trieIds[0]!])], // bytes differ from the path
+      [-6, (tr) => (tr.nodes[3 * 1] = (tr.nodes[3 * 1]! & ~0xff) | 0x42)], // node byte differs from the tokens
+    ];
+    for (const [code, corrupt] of cases) {
+      const ex = await written(corrupt);
+      expect(ex.vocab_ready!(), corrupt.toString()).toBe(code);
+      expect(ex.vocab_size!()).toBe(0);
+    }
+    // A text token the trie does not list: make special id 7 a text token.
+    const ex = await written((tr) => (tr.tokKind[7] = 0));
+    expect(ex.vocab_ready!()).toBe(-7);
+  });
+
+  it("masks, commit, done, rollback through the raw exports", async () => {
+    const ex = await written();
+    expect(ex.vocab_ready!()).toBe(0);
+    const m = ex.m_new!();
+    const mask = (): number => new Int32Array(ex.memory.buffer, ex.m_mask_ptr!(m), 1)[0]!;
+    const bits = (...ids: number[]): number => ids.reduce((a, i) => a | (1 << i), 0);
+    expect(mask()).toBe(bits(0, 1)); // "A", "A:"
+    expect(ex.m_commit!(m, 3)).toBe(3);
+    expect(ex.m_commit!(m, 12)).toBe(3);
+    expect(ex.m_commit!(m, -1)).toBe(3);
+    expect(ex.m_commit!(m, 7)).toBe(3);
+    expect(ex.m_commit!(m, 8)).toBe(3); // EOS, not accepting
+    expect(ex.m_state!(m)).toBe(0);
+    expect(ex.m_commit!(m, 1)).toBe(0);
+    expect(ex.m_state!(m)).toBe(2);
+    expect(mask()).toBe(bits(3, 4, 5, 8, 9, 10)); // text, "B:", EOS; not "B: x" (nothing after a yield)
+    expect(ex.m_commit!(m, 6)).toBe(3);
+    expect(ex.m_commit!(m, 10)).toBe(0);
+    expect(ex.m_count!(m)).toBe(1);
+    expect(ex.m_commit!(m, 5)).toBe(1);
+    expect(ex.m_yielding!(m)).toBe(1);
+    expect(ex.m_count!(m)).toBe(0);
+    expect(mask()).toBe(0);
+    expect(ex.m_history!(m)).toBe(3);
+    expect(ex.m_rollback!(m, 4)).toBe(-1);
+    expect(ex.m_rollback!(m, 1)).toBe(0);
+    expect(ex.m_state!(m)).toBe(2);
+    expect(ex.m_count!(m)).toBe(1);
+    expect(ex.m_commit!(m, 8)).toBe(2);
+    expect(ex.m_done!(m)).toBe(1);
+    expect(mask()).toBe(0);
+    expect(ex.m_commit!(m, 9)).toBe(3);
+    expect(ex.m_commit!(m, 8)).toBe(3);
+    expect(ex.m_feed!(m, ex.buf_ptr!(), 1)).toBe(-1);
+    expect(ex.m_feed!(m, ex.buf_ptr!(), 0)).toBe(2);
+    expect(ex.m_feed_env!(m, ex.buf_ptr!(), 0)).toBe(-1);
+    expect(ex.m_rollback!(m, 1)).toBe(0);
+    expect(ex.m_done!(m)).toBe(0);
+    // m_fill_mask and precompute
+    const out = ex.out_ptr!(4);
+    expect(ex.m_fill_mask!(m, out)).toBe(ex.m_mask!(m));
+    expect(new Int32Array(ex.memory.buffer, out, 1)[0]).toBe(mask());
+    const distinct = ex.precompute_all!();
+    expect(distinct).toBe(ex.mask_count!());
+    for (let s = 0; s < 7; s++) expect(ex.mask_at!(ex.mask_id!(s))).toBe(ex.mask_ptr!(s));
+    expect(ex.mask_ptr!(7)).toBe(0);
+    expect(ex.mask_at!(distinct)).toBe(0);
+    // Reset and set_state clear done, counter and history.
+    ex.m_reset!(m);
+    expect([ex.m_state!(m), ex.m_done!(m), ex.m_count!(m), ex.m_history!(m)]).toEqual([0, 0, 0, 0]);
+  });
+
+  it("Spec.load attaches the vocabulary and rejects a bad one", async () => {
+    const spec = await Spec.load(wasm, { vocab: toyVocab() });
+    expect(spec.vocabSize).toBe(12);
+    const m = spec.matcher();
+    expect(m.commit(1)).toBe("continue");
+    expect(m.commit(5)).toBe("yield");
+    m.feedEnv("whatever");
+    expect(m.commit(4)).toBe("continue");
+    expect(m.commit(0)).toBe("continue");
+    expect(m.commit(2)).toBe("continue");
+    expect(m.isAccepting).toBe(true);
+    expect(m.commit(8)).toBe("done");
+    const bad = { size: 3, eos: [5], flat: () => toyVocab().flat() };
+    await expect(Spec.load(wasm, { vocab: bad })).rejects.toThrow(/EOS id 5 is outside/);
   });
 });

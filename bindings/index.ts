@@ -1,0 +1,47 @@
+/**
+ * @fileoverview specc's public runtime API: load (or compile) a spec with a token vocabulary, then
+ * per sequence `matcher.fillMask(bitmask)` / `matcher.commit(tokenId)` in the decoding loop.
+ *
+ * ```ts
+ * const vocab = await Vocabulary.fromTokenizerJson("tokenizer.json");
+ * const spec = await Spec.load("react.wasm", { vocab });
+ * const m = spec.matcher();
+ * const bitmask = new Int32Array(spec.maskWords);
+ * m.fillMask(bitmask);            // XGrammar layout: bit id & 31 of word id >> 5
+ * applyMask(logits, bitmask);     // disallowed logits → -Infinity
+ * const status = m.commit(id);    // "continue" | "yield" | "done" | "rejected"
+ * if (status === "yield") m.feedEnv(toolOutput);
+ * ```
+ */
+export {
+  Spec,
+  Matcher,
+  applyMask,
+  buildTokenTrie,
+  NonconformingTextError,
+  SUPPORTED_ABI_VERSION,
+  STATE_ACCEPTING,
+  STATE_YIELD,
+  STATE_AFTER_ENV,
+  TOKEN_TEXT,
+  TOKEN_SPECIAL,
+  TOKEN_EOS,
+  MAX_ROLLBACK,
+  MAX_BUDGET,
+  type SpecExports,
+  type LoadOptions,
+  type CompileOptions,
+  type CommitStatus,
+  type FeedResult,
+  type TokenTrie,
+  type VocabularySource,
+} from "./spec.js";
+export {
+  Vocabulary,
+  VocabularyError,
+  EOS_TOKEN_NAMES,
+  type FlatVocabulary,
+  type VocabularyFamily,
+  type TokenizerJsonOptions,
+  type TokenBytesOptions,
+} from "./vocab.js";
