@@ -14,8 +14,7 @@ import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { compileSource } from "../compiler/compile.js";
-import { compileToWasm } from "../compiler/cli.js";
+import { compileSource, compileToWasm } from "../compiler/compile.js";
 import { buildTokenTrie, Spec, Vocabulary, type Matcher } from "../bindings/index.js";
 import { loadPackageTokenizer, loadTokenizerJson } from "../tests/helpers/tokenizers.js";
 

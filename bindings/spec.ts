@@ -377,8 +377,7 @@ export class Spec {
    * and load it. Throws the compiler's `SpecError` for a bad spec.
    */
   static async compile(source: string, opts: CompileOptions = {}): Promise<Spec> {
-    const { compileSource } = await import("../compiler/compile.js");
-    const { compileToWasm } = await import("../compiler/cli.js");
+    const { compileSource, compileToWasm } = await import("../compiler/compile.js");
     const { file, ...load } = opts;
     return Spec.load(compileToWasm(compileSource(source, file ?? "<input>")), load);
   }

@@ -9,11 +9,9 @@
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { parseArgs } from "node:util";
-import { compileIR, parseSpecBytes } from "./compile.js";
+import { compileIR, compileToWasm, parseSpecBytes } from "./compile.js";
 import { SpecError, formatDiagnostic } from "./diagnostics.js";
-import { emitWasm, loadRuntimeWasm } from "./emit-wasm.js";
 import type { Compiled } from "./ir.js";
-import { serializeTables } from "./tables.js";
 import { byteDfaEngine, parseTrace, runTrace, type Engine } from "./trace.js";
 
 export const EXIT = { ok: 0, nonconforming: 1, usage: 2, input: 3, internal: 70 } as const;
@@ -106,10 +104,6 @@ export function writeAtomic(path: string, data: Uint8Array | string): void {
 function oneFile(positionals: string[], what: string): string {
   if (positionals.length !== 1) throw new UsageError(positionals.length ? `expected one ${what}, got ${positionals.length}` : `missing ${what}`);
   return positionals[0]!;
-}
-
-export function compileToWasm(c: Compiled): Uint8Array {
-  return emitWasm(loadRuntimeWasm(), serializeTables(c.byteDfa, c.ir.states));
 }
 
 async function cmdCompile(args: string[], io: Io, sources: Map<string, string>): Promise<number> {

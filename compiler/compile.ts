@@ -5,9 +5,11 @@
 import { buildByteDfa, minimizeByteDfa } from "./automata/bytes.js";
 import { constrainAndTrim, determinize, minimizeStateDfa } from "./automata/dfa.js";
 import { buildNfa } from "./automata/nfa.js";
+import { emitWasm, loadRuntimeWasm } from "./emit-wasm.js";
 import { decodeSource, parseSExprs } from "./frontend/parse.js";
 import type { Compiled, SpecIR } from "./ir.js";
 import { lower } from "./lower.js";
+import { serializeTables } from "./tables.js";
 
 export interface Limits {
   maxNfaStates?: number;
@@ -37,4 +39,9 @@ export function compileIR(ir: SpecIR, limits: Limits = {}): Compiled {
 
 export function compileSource(text: string, file = "<input>", limits: Limits = {}): Compiled {
   return compileIR(parseSpec(text, file), limits);
+}
+
+/** The self-contained .wasm: the AssemblyScript runtime plus the spec's tables. */
+export function compileToWasm(c: Compiled): Uint8Array {
+  return emitWasm(loadRuntimeWasm(), serializeTables(c.byteDfa, c.ir.states));
 }

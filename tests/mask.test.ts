@@ -8,8 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
-import { compileSource } from "../compiler/compile.js";
-import { compileToWasm } from "../compiler/cli.js";
+import { compileSource, compileToWasm } from "../compiler/compile.js";
 import { runBytes } from "../compiler/automata/bytes.js";
 import type { ByteDfa, Compiled } from "../compiler/ir.js";
 import {

@@ -8,8 +8,8 @@
 import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { Spec } from "../bindings/spec.js";
-import { wasmEngine, compileToWasm } from "../compiler/cli.js";
-import { compileSource } from "../compiler/compile.js";
+import { wasmEngine } from "../compiler/cli.js";
+import { compileSource, compileToWasm } from "../compiler/compile.js";
 import type { Compiled } from "../compiler/ir.js";
 import { parseTables, serializeTables } from "../compiler/tables.js";
 import { byteDfaEngine, runTrace, type Engine, type Trace, type Verdict } from "../compiler/trace.js";
