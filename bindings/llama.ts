@@ -65,3 +65,149 @@ export function vocabularyFromLlamaModel(model: LlamaModelLike): Vocabulary {
   const eos = [model.tokens.eos, model.tokens.eot].filter((x): x is number => typeof x === "number" && x >= 0);
   return vocabularyFromGguf(g.tokens, g.token_type ?? [], g.model ?? "llama", [...new Set(eos)]);
 }
+
+/** The parts of a node-llama-cpp LlamaContextSequence the loop uses. */
+export interface SequenceLike {
+  controlledEvaluate(input: (number | [number, { generateNext: { probabilities: true } }])[]): Promise<
+    (undefined | { next: { probabilities?: Map<number, number> } })[]>;
+}
+
+/** The parts of the matcher the loop drives (bindings/spec.ts's Matcher). */
+export interface MatcherLike {
+  fillMask(bitmask: Int32Array): void;
+  commit(token: number): "continue" | "yield" | "done" | "rejected";
+  feedText(text: string): "continue" | "yield";
+  feedEnv(text: string): void;
+  forced(): string;
+  readonly specState: string | null;
+  readonly isDone: boolean;
+}
+
+export interface ConstrainedOptions {
+  sequence: SequenceLike;
+  tokenize: (text: string) => number[];
+  vocab: Vocabulary;
+  /** null: generate without constraints (for comparison); env markers then act as stop sequences. */
+  matcher: MatcherLike | null;
+  /** Context for the model (instructions, few-shot examples); not fed to the matcher. */
+  prompt: string;
+  /** Called at each yield with the env-input state's name and the text so far; returns its content. */
+  tool: (state: string, textSoFar: string) => string | Promise<string>;
+  /** Marker texts of the env-input states (used as stop sequences when `matcher` is null). */
+  envMarkers: { name: string; marker: string }[];
+  maxTokens?: number;
+  /** 0 = greedy. */
+  temperature?: number;
+  seed?: number;
+  /** Append forced text (jump-forward) without a forward pass per token. Default true. */
+  jumpForward?: boolean;
+}
+
+export interface ConstrainedResult {
+  segments: { by: "prompt" | "llm" | "env"; text: string }[];
+  sampledTokens: number;
+  forcedChars: number;
+  stop: "done" | "max-tokens" | "eos" | "no-allowed-token";
+}
+
+/** mulberry32: small, seeded, good enough to stand in for sampling. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * The decoding loop: next-token probabilities from the model, the spec's mask applied, a token
+ * chosen (greedy or seeded sampling), committed to the matcher; at a yield the tool runs and its
+ * text goes to both the matcher (feedEnv) and the model's context; forced text is appended
+ * without sampling. Returns the transcript in DESIGN §4 form.
+ */
+export async function generateConstrained(o: ConstrainedOptions): Promise<ConstrainedResult> {
+  const rand = seededRandom(o.seed ?? 1);
+  const dec = new TextDecoder();
+  const words = Math.ceil(o.vocab.size / 32);
+  const mask = new Int32Array(words);
+  const segments: ConstrainedResult["segments"] = [{ by: "prompt", text: o.prompt }];
+  let llmBytes: number[] = [];
+  let text = "";
+  const flushLlm = () => {
+    if (llmBytes.length) segments.push({ by: "llm", text: dec.decode(Uint8Array.from(llmBytes)) });
+    llmBytes = [];
+  };
+  let pending = o.tokenize(o.prompt);
+  let sampled = 0;
+  let forcedChars = 0;
+  const max = o.maxTokens ?? 256;
+  const pick = (probs: Map<number, number>): number => {
+    let best = -1, bestP = -1, total = 0;
+    const cands: [number, number][] = [];
+    for (const [id, p] of probs) {
+      if (o.vocab.isSpecial(id) && !o.vocab.isEos(id)) continue;
+      if (o.matcher && !((mask[id >> 5]! >>> (id & 31)) & 1)) continue;
+      if (p > bestP) { bestP = p; best = id; }
+      const w = o.temperature ? Math.pow(Math.max(p, 1e-30), 1 / o.temperature) : 0;
+      cands.push([id, w]);
+      total += w;
+    }
+    if (!o.temperature || total <= 0) return best;
+    let r = rand() * total;
+    for (const [id, w] of cands) { r -= w; if (r <= 0) return id; }
+    return cands[cands.length - 1]![0];
+  };
+  const yieldTo = async (state: string) => {
+    flushLlm();
+    const env = await o.tool(state, text);
+    segments.push({ by: "env", text: env });
+    text += env;
+    if (o.matcher) o.matcher.feedEnv(env);
+    pending.push(...o.tokenize(env));
+  };
+  while (sampled < max) {
+    if (o.matcher && o.jumpForward !== false) {
+      const f = o.matcher.forced();
+      if (f) {
+        const st = o.matcher.feedText(f);
+        for (const b of new TextEncoder().encode(f)) llmBytes.push(b);
+        text += f;
+        forcedChars += f.length;
+        pending.push(...o.tokenize(f));
+        if (st === "yield") { await yieldTo(o.matcher.specState ?? "?"); continue; }
+      }
+    }
+    if (o.matcher) o.matcher.fillMask(mask);
+    if (pending.length === 0) pending = [o.tokenize(" ")[0] ?? 0];
+    const last = pending.pop()!;
+    const res = await o.sequence.controlledEvaluate([...pending, [last, { generateNext: { probabilities: true } }]]);
+    pending = [];
+    const probs = res[res.length - 1]?.next.probabilities;
+    if (!probs) throw new Error("the model returned no probabilities");
+    const tok = pick(probs);
+    if (tok < 0) { flushLlm(); return { segments, sampledTokens: sampled, forcedChars, stop: "no-allowed-token" }; }
+    sampled++;
+    if (o.vocab.isEos(tok)) {
+      if (o.matcher) o.matcher.commit(tok);
+      flushLlm();
+      return { segments, sampledTokens: sampled, forcedChars, stop: o.matcher ? "done" : "eos" };
+    }
+    const bytes = o.vocab.tokenBytes(tok)!;
+    for (const b of bytes) llmBytes.push(b);
+    text += dec.decode(bytes, { stream: true });
+    pending.push(tok);
+    if (o.matcher) {
+      const st = o.matcher.commit(tok);
+      if (st === "rejected") throw new Error(`internal: the matcher rejected token ${tok}, which its own mask allowed`);
+      if (st === "yield") await yieldTo(o.matcher.specState ?? "?");
+    } else {
+      const hit = o.envMarkers.find((e) => text.endsWith(e.marker));
+      if (hit) await yieldTo(hit.name);
+    }
+  }
+  flushLlm();
+  return { segments, sampledTokens: sampled, forcedChars, stop: "max-tokens" };
+}
