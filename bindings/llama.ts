@@ -101,6 +101,8 @@ export interface ConstrainedOptions {
   seed?: number;
   /** Append forced text (jump-forward) without a forward pass per token. Default true. */
   jumpForward?: boolean;
+  /** Observes the output as it is produced (e.g. to print it). */
+  onText?: (text: string, kind: "sampled" | "forced" | "env") => void;
 }
 
 export interface ConstrainedResult {
@@ -164,6 +166,7 @@ export async function generateConstrained(o: ConstrainedOptions): Promise<Constr
     flushLlm();
     const env = await o.tool(state, text);
     segments.push({ by: "env", text: env });
+    o.onText?.(env, "env");
     text += env;
     if (o.matcher) o.matcher.feedEnv(env);
     pending.push(...o.tokenize(env));
@@ -175,6 +178,7 @@ export async function generateConstrained(o: ConstrainedOptions): Promise<Constr
         const st = o.matcher.feedText(f);
         for (const b of new TextEncoder().encode(f)) llmBytes.push(b);
         text += f;
+        o.onText?.(f, "forced");
         forcedChars += f.length;
         pending.push(...o.tokenize(f));
         if (st === "yield") { await yieldTo(o.matcher.specState ?? "?"); continue; }
@@ -197,7 +201,9 @@ export async function generateConstrained(o: ConstrainedOptions): Promise<Constr
     }
     const bytes = o.vocab.tokenBytes(tok)!;
     for (const b of bytes) llmBytes.push(b);
-    text += dec.decode(bytes, { stream: true });
+    const piece = dec.decode(bytes, { stream: true });
+    text += piece;
+    o.onText?.(piece, "sampled");
     pending.push(tok);
     if (o.matcher) {
       const st = o.matcher.commit(tok);

@@ -218,6 +218,6 @@ async function cmdCheck(args: string[], io: Io, sources: Map<string, string>): P
 
 async function cmdDemo(args: string[], io: Io): Promise<number> {
   const { values } = parseArgs({ args, options: { out: { type: "string", default: "demo-out" } } });
-  const { runDemo } = await import("./demo.js");
+  const { runDemo } = await import("../bindings/demo.js");
   return runDemo(values.out!, io);
 }
