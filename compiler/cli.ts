@@ -26,6 +26,10 @@ usage:
   specc render  SPEC -o OUT.svg|OUT.dot  draw the agent's state diagram [--level states|bytes]
   specc check   SPEC|OUT.wasm --trace T.json [--json]
                                          is this transcript conformant? (exit 0 yes, 1 no)
+  specc replay  SPEC|OUT.wasm --vocab tokenizer.json --trace T.json [--json]
+                                         replay a transcript token by token: did the mask allow each token?
+  specc sample  SPEC|OUT.wasm --vocab tokenizer.json [--n N] [--seed S] [--max-state-tokens K] [--out DIR] [--json]
+                                         conformant transcripts from seeded random logits under the masks
   specc demo    [--out DIR]              compile, render and run the bundled ReAct example
 
 exit codes: 0 ok, 1 trace does not conform, 2 usage error, 3 error in an input file, 70 internal error`;
@@ -41,6 +45,8 @@ export async function main(argv: string[], io: Io = { out: (s) => process.stdout
       case "render": return await cmdRender(rest, io, sources);
       case "check": return await cmdCheck(rest, io, sources);
       case "demo": return await cmdDemo(rest, io);
+      case "replay": return await cmdReplay(rest, io, sources);
+      case "sample": return await cmdSample(rest, io, sources);
       case undefined: case "-h": case "--help": case "help":
         io.out(USAGE);
         return cmd === undefined ? EXIT.usage : EXIT.ok;
@@ -220,4 +226,72 @@ async function cmdDemo(args: string[], io: Io): Promise<number> {
   const { values } = parseArgs({ args, options: { out: { type: "string", default: "demo-out" } } });
   const { runDemo } = await import("../bindings/demo.js");
   return runDemo(values.out!, io);
+}
+
+/** Loads a spec (compiling it when it is not a .wasm) with the vocabulary of a tokenizer.json. */
+async function loadWithVocab(file: string, vocabPath: string | undefined, sources: Map<string, string>) {
+  if (!vocabPath) throw new UsageError("missing --vocab tokenizer.json");
+  const { Spec } = await import("../bindings/spec.js");
+  const { Vocabulary } = await import("../bindings/vocab.js");
+  let vocab;
+  try { vocab = await Vocabulary.fromTokenizerJson(vocabPath); } catch (e) { throw new InputError(`${vocabPath}: ${(e as Error).message}`); }
+  const wasm = file.endsWith(".wasm") ? readInput(file) : compileToWasm(compileFile(file, sources));
+  try {
+    return { spec: await Spec.load(wasm, { vocab }), vocab };
+  } catch (e) {
+    throw new InputError(`${file}: ${(e as Error).message}`);
+  }
+}
+
+async function cmdReplay(args: string[], io: Io, sources: Map<string, string>): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: {
+    vocab: { type: "string" }, trace: { type: "string" }, json: { type: "boolean", default: false } } });
+  const file = oneFile(positionals, "spec or .wasm file");
+  if (!values.trace) throw new UsageError("missing --trace FILE");
+  const trace = parseTrace(new TextDecoder().decode(readInput(values.trace)), values.trace);
+  const { spec, vocab } = await loadWithVocab(file, values.vocab, sources);
+  const { encoderFor } = await import("../bindings/encode.js");
+  const encode = await encoderFor(values.vocab!);
+  const { replayTrace } = await import("../bindings/replay.js");
+  const r = replayTrace(spec, vocab, encode, trace);
+  if (values.json) {
+    io.out(JSON.stringify(r, null, 2));
+  } else {
+    io.out("  # | seg | token  | text                 | allowed | popcount | mask ns | status");
+    r.steps.forEach((s, i) => io.out(`${String(i).padStart(3)} | ${String(s.segment).padStart(3)} | ${String(s.token).padStart(6)} | ${JSON.stringify(s.text).slice(0, 20).padEnd(20)} | ${s.allowed ? "yes" : "NO "}     | ${String(s.popcount).padStart(8)} | ${String(s.maskNs).padStart(7)} | ${s.status}`));
+    const ns = r.steps.map((s) => s.maskNs).sort((a, b) => a - b);
+    const pct = (q: number) => (ns.length ? ns[Math.min(ns.length - 1, Math.floor(q * ns.length))]! : 0);
+    io.out(`${r.steps.length} tokens; fillMask p50 ${(pct(0.5) / 1000).toFixed(2)} µs, p99 ${(pct(0.99) / 1000).toFixed(2)} µs (including the first visit of each state)`);
+    if (r.error) io.out(`error: ${r.error}`);
+    else if (r.firstForbidden >= 0) io.out(`token ${r.firstForbidden} (${JSON.stringify(r.steps[r.firstForbidden]!.text)}) was forbidden by the mask`);
+    else io.out(r.accepted ? "every token was allowed; the run is complete" : "every token was allowed; the run is incomplete");
+  }
+  return r.firstForbidden >= 0 || r.error ? EXIT.nonconforming : EXIT.ok;
+}
+
+async function cmdSample(args: string[], io: Io, sources: Map<string, string>): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: {
+    vocab: { type: "string" }, n: { type: "string", default: "1" }, seed: { type: "string", default: "1" },
+    "max-state-tokens": { type: "string", default: "32" }, out: { type: "string" }, json: { type: "boolean", default: false } } });
+  const file = oneFile(positionals, "spec or .wasm file");
+  const int = (v: string, name: string, min: number) => {
+    const x = Number(v);
+    if (!Number.isInteger(x) || x < min) throw new UsageError(`--${name} must be an integer ≥ ${min}, not '${v}'`);
+    return x;
+  };
+  const n = int(values.n!, "n", 1), seed = int(values.seed!, "seed", 0), k = int(values["max-state-tokens"]!, "max-state-tokens", 1);
+  const { spec, vocab } = await loadWithVocab(file, values.vocab, sources);
+  const { sampleTraces } = await import("../bindings/replay.js");
+  const traces = sampleTraces(spec, vocab, { n, seed, maxStateTokens: k });
+  if (values.out) {
+    const { mkdirSync } = await import("node:fs");
+    mkdirSync(values.out, { recursive: true });
+    traces.forEach((t, i) => writeAtomic(join(values.out!, `sample-${String(i).padStart(4, "0")}.json`), JSON.stringify(t, null, 2) + "\n"));
+    io.out(`${values.out}: ${traces.length} transcripts`);
+  } else if (values.json || n > 1) {
+    io.out(JSON.stringify(n === 1 ? traces[0] : traces, null, 2));
+  } else {
+    for (const s of traces[0]!.segments) io.out(s.by === "env" ? `[env] ${JSON.stringify(s.text)}` : s.text);
+  }
+  return EXIT.ok;
 }

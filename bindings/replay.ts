@@ -1,0 +1,237 @@
+/**
+ * @fileoverview Token-level tools over a loaded spec: `replayTrace` (DESIGN §4: tokenize a
+ * transcript's LLM text with the real tokenizer and ask, token by token, whether the mask allowed
+ * it) and `sampleTraces` (seeded random logits standing in for a model, sampling only allowed
+ * tokens, seeded random environment text at each yield). Both back the `specc replay` and
+ * `specc sample` commands and the tests.
+ */
+import { firstMarker, type Trace } from "../compiler/trace.js";
+import { seededRandom } from "./llama.js";
+import type { Matcher, Spec } from "./spec.js";
+import type { Vocabulary } from "./vocab.js";
+
+export interface ReplayStep {
+  segment: number;
+  token: number;
+  text: string;
+  allowed: boolean;
+  /** Allowed tokens in the mask the token was checked against. */
+  popcount: number;
+  /** Time of fillMask for this step, in nanoseconds. */
+  maskNs: number;
+  status: string;
+}
+
+export interface ReplayResult {
+  steps: ReplayStep[];
+  /** Index into `steps` of the first forbidden token, or -1. */
+  firstForbidden: number;
+  accepted: boolean;
+  /** Host text (prompt or env) that did not fit the spec, in words. */
+  error?: string;
+}
+
+export function popcount(mask: Int32Array): number {
+  let n = 0;
+  for (let i = 0; i < mask.length; i++) {
+    let v = mask[i]! >>> 0;
+    v = v - ((v >>> 1) & 0x55555555);
+    v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+    n += (((v + (v >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+  }
+  return n;
+}
+
+const isSet = (mask: Int32Array, id: number) => ((mask[id >> 5]! >>> (id & 31)) & 1) === 1;
+
+/**
+ * Replays a transcript token by token. `encode` is the real tokenizer (no special tokens added).
+ * Prompt text from its first marker on and env text are fed as text; LLM text is tokenized and
+ * each token is checked against the mask before it is committed. Stops at the first forbidden token.
+ */
+export function replayTrace(spec: Spec, vocab: Vocabulary, encode: (text: string) => number[], trace: Trace): ReplayResult {
+  const m = spec.matcher();
+  const mask = new Int32Array(spec.maskWords);
+  const markers = spec.states.map((s) => s.marker);
+  const dec = new TextDecoder();
+  const steps: ReplayStep[] = [];
+  let started = false;
+  for (let i = 0; i < trace.segments.length; i++) {
+    const seg = trace.segments[i]!;
+    if (seg.by === "env") {
+      if (!m.yielding) return { steps, firstForbidden: -1, accepted: false, error: `segment ${i}: environment text where the run is not yielding` };
+      m.feedEnv(seg.text);
+      started = true;
+      continue;
+    }
+    if (seg.by === "prompt") {
+      let text = seg.text;
+      if (!started) {
+        const at = firstMarker(text, markers);
+        if (at < 0) continue;
+        text = text.slice(at);
+      }
+      started = true;
+      const r = m.feed(text);
+      if (!r.ok) return { steps, firstForbidden: -1, accepted: false, error: `segment ${i}: prompt text does not conform at byte ${r.offset}` };
+      continue;
+    }
+    started = true;
+    for (const tok of encode(seg.text)) {
+      const t0 = process.hrtime.bigint();
+      m.fillMask(mask);
+      const maskNs = Number(process.hrtime.bigint() - t0);
+      const allowed = isSet(mask, tok);
+      const bytes = vocab.tokenBytes(tok);
+      const step: ReplayStep = { segment: i, token: tok, text: bytes ? dec.decode(bytes) : `<special ${tok}>`, allowed, popcount: popcount(mask), maskNs, status: "" };
+      steps.push(step);
+      if (!allowed) { step.status = "forbidden"; return { steps, firstForbidden: steps.length - 1, accepted: false }; }
+      step.status = m.commit(tok);
+    }
+  }
+  return { steps, firstForbidden: -1, accepted: m.isAccepting };
+}
+
+export interface SampleOptions {
+  n: number;
+  seed: number;
+  /** Tokens per spec state before the budget forces a transition (the reference implementation: 128). */
+  maxStateTokens?: number;
+  maxTokens?: number;
+  /** false: the same sampler over all non-special tokens, ignoring the spec (for comparison). */
+  masked?: boolean;
+}
+
+const WORDS = ["the", "result", "is", "42", "Paris", "found", "page", "not", "a", "river", "(1970)", "\n", "yes", "no"];
+
+/** The token ids a mask allows, in order. */
+function allowedIds(mask: Int32Array): Int32Array {
+  const ids = new Int32Array(popcount(mask));
+  let k = 0;
+  for (let w = 0; w < mask.length; w++) {
+    let v = mask[w]! >>> 0;
+    while (v) {
+      ids[k++] = w * 32 + (31 - Math.clz32(v & -v));
+      v &= v - 1;
+    }
+  }
+  return ids;
+}
+
+/**
+ * Seeded samples: random logits, argmax over the allowed tokens — i.e. a uniform choice among
+ * them. Masks are shared between states, so the allowed-id list is built once per distinct mask.
+ */
+export function sampleTraces(spec: Spec, vocab: Vocabulary, o: SampleOptions): Trace[] {
+  const out: Trace[] = [];
+  const masked = o.masked !== false;
+  const maxTokens = o.maxTokens ?? 8192;
+  const allTokens: number[] = [];
+  for (let id = 0; id < vocab.size; id++) if (!vocab.isSpecial(id) || vocab.isEos(id)) allTokens.push(id);
+  const byMask = new Map<number, Int32Array>();
+  const dec = new TextDecoder();
+  const envMarkers = spec.states.filter((s) => s.env).map((s) => s.marker);
+  const k = o.maxStateTokens ?? 8;
+  const spell = speller(vocab);
+  const m: Matcher = spec.matcher();
+  for (let n = 0; n < o.n; n++) {
+    const rand = seededRandom(o.seed * 1_000_003 + n);
+    m.reset();
+    m.budget = 4 * k; // the runtime's budget is only the safety net; the sampler moves on at k
+    const segments: Trace["segments"] = [];
+    let bytes: number[] = [];
+    const flush = () => { if (bytes.length) segments.push({ by: "llm", text: dec.decode(Uint8Array.from(bytes)) }); bytes = []; };
+    const yieldEnv = () => {
+      flush();
+      const env = " " + Array.from({ length: 1 + Math.floor(rand() * 6) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(" ") + "\n";
+      segments.push({ by: "env", text: env });
+      if (masked) m.feedEnv(env);
+    };
+    for (let t = 0; t < maxTokens; t++) {
+      let tok: number;
+      if (masked && m.tokensInState >= k && rand() < 0.5) {
+        // Past k tokens in a state, move on: write one of the valid next markers (or end the run).
+        const forced = forceMarker(m, spell, rand, spec, vocab.eos[0]);
+        if (forced === "eos") break;
+        if (forced !== null) {
+          for (const b of forced.bytes) bytes.push(b);
+          if (m.yielding) yieldEnv();
+          continue;
+        }
+      }
+      if (masked) {
+        const idx = spec.exports.m_mask(m.handle);
+        let ids = byMask.get(idx);
+        if (!ids) byMask.set(idx, (ids = allowedIds(spec.maskAt(idx))));
+        if (ids.length === 0) break;
+        tok = ids[Math.floor(rand() * ids.length)]!;
+      } else {
+        tok = allTokens[Math.floor(rand() * allTokens.length)]!;
+      }
+      if (vocab.isEos(tok)) break;
+      for (const b of vocab.tokenBytes(tok)!) bytes.push(b);
+      const yielded = masked ? m.commit(tok) === "yield" : envMarkers.some((mk) => dec.decode(Uint8Array.from(bytes)).endsWith(mk));
+      if (yielded) yieldEnv();
+    }
+    flush();
+    out.push({ segments });
+  }
+  return out;
+}
+
+/** Greedy longest-match spelling of text as token ids (any valid tokenization will do here). */
+function speller(vocab: Vocabulary): (text: string) => number[] | null {
+  const byBytes = new Map<string, number>();
+  let maxLen = 0;
+  for (let id = 0; id < vocab.size; id++) {
+    const b = vocab.tokenBytes(id);
+    if (!b || b.length === 0 || b.length > 48) continue;
+    const key = String.fromCharCode(...b);
+    if (!byBytes.has(key)) byBytes.set(key, id);
+    maxLen = Math.max(maxLen, b.length);
+  }
+  const enc = new TextEncoder();
+  return (text) => {
+    const s = String.fromCharCode(...enc.encode(text));
+    const ids: number[] = [];
+    for (let i = 0; i < s.length; ) {
+      let found = -1, len = 0;
+      for (let l = Math.min(maxLen, s.length - i); l > 0 && found < 0; l--) {
+        const id = byBytes.get(s.slice(i, i + l));
+        if (id !== undefined) { found = id; len = l; }
+      }
+      if (found < 0) return null;
+      ids.push(found);
+      i += len;
+    }
+    return ids;
+  };
+}
+
+/**
+ * Commits the tokens of a randomly chosen valid next marker (or EOS when the run may end).
+ * Returns what was written, "eos", or null (nothing fits here yet, e.g. unfinished one-of content;
+ * the matcher is then unchanged).
+ */
+function forceMarker(m: Matcher, spell: (t: string) => number[] | null, rand: () => number, spec: Spec, eos: number | undefined): { bytes: Uint8Array } | "eos" | null {
+  const names = m.validNext();
+  const options: (string | null)[] = names.map((n) => spec.states.find((s) => s.name === n)!.marker);
+  if (m.isAccepting) options.push(null);
+  if (!options.length) return null;
+  const pick = options[Math.floor(rand() * options.length)]!;
+  if (pick === null) {
+    if (eos === undefined || m.commit(eos) !== "done") return null;
+    return "eos";
+  }
+  const ids = spell(pick);
+  if (!ids) return null;
+  const snapshot = m.state;
+  for (let i = 0; i < ids.length; i++) {
+    if (m.commit(ids[i]!) === "rejected") {
+      if (i <= m.rollbackLimit) m.rollback(i);
+      else m.state = snapshot;
+      return null;
+    }
+  }
+  return { bytes: new TextEncoder().encode(pick) };
+}
