@@ -10,6 +10,7 @@ import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "nod
 import { basename, dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { compileIR, compileToWasm, parseSpecBytes } from "./compile.js";
+import { decodeSource } from "./frontend/parse.js";
 import { SpecError, formatDiagnostic } from "./diagnostics.js";
 import type { Compiled } from "./ir.js";
 import { byteDfaEngine, parseTrace, runTrace, type Engine } from "./trace.js";
@@ -26,6 +27,9 @@ usage:
   specc render  SPEC -o OUT.svg|OUT.dot  draw the agent's state diagram [--level states|bytes]
   specc check   SPEC|OUT.wasm --trace T.json [--json]
                                          is this transcript conformant? (exit 0 yes, 1 no)
+  specc check   RULES.rules [--known-predicates]
+                                         parse and check AgentSpec rules (with --known-predicates: only
+                                         the predicates specc ships may be used)
   specc replay  SPEC|OUT.wasm --vocab tokenizer.json --trace T.json [--json]
                                          replay a transcript token by token: did the mask allow each token?
   specc sample  SPEC|OUT.wasm --vocab tokenizer.json [--n N] [--seed S] [--max-state-tokens K] [--out DIR] [--json]
@@ -187,8 +191,17 @@ export function wasmEngine(spec: import("../bindings/spec.js").Spec): Engine {
 
 async function cmdCheck(args: string[], io: Io, sources: Map<string, string>): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: {
-    trace: { type: "string", multiple: true }, json: { type: "boolean", default: false } } });
+    trace: { type: "string", multiple: true }, json: { type: "boolean", default: false },
+    "known-predicates": { type: "boolean", default: false } } });
   const file = oneFile(positionals, "spec or .wasm file");
+  if (file.endsWith(".rules")) {
+    const { checkRulesFile } = await import("./rules/index.js");
+    const text = decodeSource(file, readInput(file));
+    sources.set(file, text);
+    const known = values["known-predicates"] ? Object.keys((await import("../bindings/rules-predicates.js")).defaultPredicates) : undefined;
+    io.out(checkRulesFile(text, file, known).summary);
+    return EXIT.ok;
+  }
   if (!values.trace?.length) throw new UsageError("missing --trace FILE");
   const { engine, markers, names } = await loadEngine(file, sources);
   const name = (i: number) => (i < 0 ? "(start)" : names[i]!);

