@@ -330,8 +330,9 @@ export class Spec {
     }
     const what = typeof wasm === "string" ? wasm : "the given module";
     let instance: WebAssembly.Instance;
+    let module: WebAssembly.Module;
     try {
-      ({ instance } = await WebAssembly.instantiate(bytes, {}));
+      ({ instance, module } = await WebAssembly.instantiate(bytes, {}));
     } catch (e) {
       throw badWasm(`${what} is not a specc .wasm: ${(e as Error).message}`);
     }
@@ -365,10 +366,16 @@ export class Spec {
     if (exports.state_count() !== parsed.dfa.nStates || exports.spec_count() !== parsed.states.length) {
       throw badWasm(`${what}: the runtime disagrees with its tables`);
     }
-    if (opts.vocab) attachVocabulary(exports, opts.vocab, opts.vocabSize ?? opts.vocab.size);
+    let vocab = opts.vocab;
+    if (!vocab) {
+      // A vocabulary baked in at compile time (`specc compile --vocab`) is used when none is given.
+      const { bakedVocabulary } = await import("./baked-vocab.js");
+      try { vocab = bakedVocabulary(module); } catch (e) { throw badWasm(`${what}: ${(e as Error).message}`); }
+    }
+    if (vocab) attachVocabulary(exports, vocab, opts.vocabSize ?? vocab.size);
     else if (opts.vocabSize !== undefined) throw new TypeError("Spec.load: vocabSize needs a vocab");
     const spec = new Spec(exports, parsed.states, parsed.dfa);
-    if (opts.vocab && opts.precompute) spec.precompute();
+    if (vocab && opts.precompute) spec.precompute();
     return spec;
   }
 

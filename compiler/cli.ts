@@ -24,6 +24,7 @@ const USAGE = `specc — compile agent specs into automata and a WebAssembly run
 usage:
   specc compile SPEC -o OUT.wasm         compile a spec into a self-contained .wasm
                 [--emit ebnf|gbnf]       … or write its exact language as an XGrammar/llama.cpp grammar
+                [--vocab tokenizer.json] bake a vocabulary into the .wasm (custom section specc.vocab)
   specc render  SPEC -o OUT.svg|OUT.dot  draw the agent's state diagram [--level states|bytes]
   specc check   SPEC|OUT.wasm --trace T.json [--json]
                                          is this transcript conformant? (exit 0 yes, 1 no)
@@ -118,7 +119,7 @@ function oneFile(positionals: string[], what: string): string {
 
 async function cmdCompile(args: string[], io: Io, sources: Map<string, string>): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: {
-    out: { type: "string", short: "o" }, emit: { type: "string", default: "wasm" } } });
+    out: { type: "string", short: "o" }, emit: { type: "string", default: "wasm" }, vocab: { type: "string" } } });
   const file = oneFile(positionals, "spec file");
   const emit = values.emit!;
   if (!["wasm", "ebnf", "gbnf"].includes(emit)) throw new UsageError(`--emit must be wasm, ebnf or gbnf, not '${emit}'`);
@@ -131,7 +132,15 @@ async function cmdCompile(args: string[], io: Io, sources: Map<string, string>):
     io.out(`${out}: ${emit.toUpperCase()} grammar, ${c.byteDfa.nStates + 1} rules (the exact language of ${c.ir.name})`);
     return EXIT.ok;
   }
-  const wasm = compileToWasm(c);
+  let wasm = compileToWasm(c);
+  if (values.vocab) {
+    const { Vocabulary } = await import("../bindings/vocab.js");
+    const { serializeVocabulary, VOCAB_SECTION } = await import("../bindings/baked-vocab.js");
+    const { appendCustomSection } = await import("./emit-wasm.js");
+    let vocab;
+    try { vocab = await Vocabulary.fromTokenizerJson(values.vocab); } catch (e) { throw new InputError(`${values.vocab}: ${(e as Error).message}`); }
+    wasm = appendCustomSection(wasm, VOCAB_SECTION, serializeVocabulary(vocab.flat(), vocab.eos));
+  }
   writeAtomic(out, wasm);
   io.out(`${out}: ${wasm.length} bytes · ${c.ir.states.length} spec states · state DFA ${c.minStateDfa.nStates} · byte DFA ${c.byteDfa.nStates} states × ${c.byteDfa.nClasses} classes`);
   return EXIT.ok;

@@ -160,3 +160,11 @@ export function loadRuntimeWasm(): Uint8Array {
   }
   return new Uint8Array(readFileSync(path));
 }
+
+/** The module with a custom section appended (custom sections may come last; hosts ignore them). */
+export function appendCustomSection(wasm: Uint8Array, name: string, payload: Uint8Array): Uint8Array {
+  parseSections(wasm); // validates the module
+  const nameBytes = new TextEncoder().encode(name);
+  const body = concat([u32Leb(nameBytes.length), nameBytes, payload]);
+  return concat([wasm, [SEC_CUSTOM, ...u32Leb(body.length)], body]);
+}

@@ -76,3 +76,24 @@ describe("1000 seeded samples per example spec (Llama 3 vocabulary)", () => {
     console.log(rows.join("\n"));
   });
 });
+
+describe("a vocabulary baked into the .wasm (specc compile --vocab)", () => {
+  it("is attached at load and gives the same masks as passing the vocabulary", async () => {
+    const { main } = await import("../compiler/cli.js");
+    const { mkdtempSync, statSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const dir = mkdtempSync(join(tmpdir(), "specc-baked-"));
+    const out = join(dir, "react.wasm");
+    const vocabPath = (await import("./helpers/tokenizers.js")).tokenizerJsonPath("llama2");
+    const code = await main(["compile", "examples/react.agent", "-o", out, "--vocab", vocabPath], { out: () => {}, err: (s) => { throw new Error(s); } });
+    expect(code).toBe(0);
+    expect(statSync(out).size).toBeGreaterThan(100_000); // 32k tokens' bytes are in the file
+    const baked = await Spec.load(out);
+    expect(baked.hasVocabulary).toBe(true);
+    const vocab = Vocabulary.fromTokenizerJsonObject(loadTokenizerJson("llama2"));
+    const given = await Spec.load(compileToWasm(load("examples/react.agent")), { vocab });
+    expect(baked.maskWords).toBe(given.maskWords);
+    for (let s = 0; s < given.stateCount; s++) expect(baked.stateMask(s)).toEqual(given.stateMask(s));
+  });
+});
