@@ -1,0 +1,235 @@
+/**
+ * @fileoverview Grammar analyses, one small function each, and the diagnostics built on them:
+ *
+ *   nullable      rules that derive ε                     (Earley's Aycock–Horspool fix, left recursion)
+ *   productive    rules with at least one finite derivation (E0710 never terminates, E0711 empty language)
+ *   reachable     rules reachable from the start           (E0709 unreachable: a WARNING, see below)
+ *   left corners  A → B when A ::= α B β with α nullable  (left-recursion.ts)
+ *   SCCs          Tarjan, iterative (no recursion depth limit on big grammars)
+ *
+ * Unreachable rules are warnings, not errors: llama.cpp and XGrammar accept them, and grammar files
+ * are often shared libraries of rules (`ws`, `string`, …) of which one grammar uses a few. They are
+ * dropped from the Cfg, so nothing downstream compiles them. A reachable rule that can never finish
+ * is an error: in a decoder it is a dead end (DESIGN.md §2 requires dead-end freedom), and if it is
+ * the start rule the grammar's language is empty.
+ */
+import { SpecError } from "../diagnostics.js";
+import type { CfgRule, Sym } from "./cfg.js";
+
+export function nullableRules(rules: readonly CfgRule[]): boolean[] {
+  const nullable = rules.map(() => false);
+  let changed = true;
+  while (changed) {
+    changed = false;
+    rules.forEach((r, i) => {
+      if (nullable[i]) return;
+      if (r.alts.some((a) => a.every((s) => s.kind === "rule" && nullable[s.rule]))) {
+        nullable[i] = true;
+        changed = true;
+      }
+    });
+  }
+  return nullable;
+}
+
+export function productiveRules(rules: readonly CfgRule[]): boolean[] {
+  const productive = rules.map(() => false);
+  const ok = (s: Sym) => (s.kind === "rule" ? productive[s.rule]! : s.ranges.length > 0);
+  let changed = true;
+  while (changed) {
+    changed = false;
+    rules.forEach((r, i) => {
+      if (productive[i]) return;
+      if (r.alts.some((a) => a.every(ok))) {
+        productive[i] = true;
+        changed = true;
+      }
+    });
+  }
+  return productive;
+}
+
+export function reachableRules(rules: readonly CfgRule[], start: number): boolean[] {
+  const seen = rules.map(() => false);
+  const stack = [start];
+  seen[start] = true;
+  while (stack.length > 0) {
+    const r = stack.pop()!;
+    for (const a of rules[r]!.alts) {
+      for (const s of a) {
+        if (s.kind === "rule" && !seen[s.rule]) {
+          seen[s.rule] = true;
+          stack.push(s.rule);
+        }
+      }
+    }
+  }
+  return seen;
+}
+
+export interface LeftCorner {
+  to: number;
+  /** Some occurrence is reached through a non-empty nullable prefix (A ::= N B … with N ⇒ ε): "hidden". */
+  hidden: boolean;
+}
+
+/** For each rule, the rules that can begin one of its derivations. */
+export function leftCorners(rules: readonly CfgRule[], nullable: readonly boolean[]): LeftCorner[][] {
+  return rules.map((r) => {
+    const out = new Map<number, boolean>();
+    for (const a of r.alts) {
+      for (let k = 0; k < a.length; k++) {
+        const s = a[k]!;
+        if (s.kind !== "rule") break;
+        const hidden = k > 0;
+        out.set(s.rule, (out.get(s.rule) ?? false) || hidden);
+        if (!nullable[s.rule]) break;
+      }
+    }
+    return [...out].map(([to, hidden]) => ({ to, hidden }));
+  });
+}
+
+/** Strongly connected components, each in discovery order; iterative Tarjan. */
+export function stronglyConnected(n: number, succ: (v: number) => readonly number[]): number[][] {
+  const index = new Array<number>(n).fill(-1);
+  const low = new Array<number>(n).fill(0);
+  const onStack = new Array<boolean>(n).fill(false);
+  const stack: number[] = [];
+  const out: number[][] = [];
+  let counter = 0;
+  for (let root = 0; root < n; root++) {
+    if (index[root] !== -1) continue;
+    const work: { v: number; i: number; next: readonly number[] }[] = [];
+    const visit = (v: number) => {
+      index[v] = low[v] = counter++;
+      stack.push(v);
+      onStack[v] = true;
+      work.push({ v, i: 0, next: succ(v) });
+    };
+    visit(root);
+    while (work.length > 0) {
+      const top = work[work.length - 1]!;
+      if (top.i < top.next.length) {
+        const w = top.next[top.i++]!;
+        if (index[w] === -1) visit(w);
+        else if (onStack[w]) low[top.v] = Math.min(low[top.v]!, index[w]!);
+        continue;
+      }
+      work.pop();
+      if (work.length > 0) {
+        const parent = work[work.length - 1]!.v;
+        low[parent] = Math.min(low[parent]!, low[top.v]!);
+      }
+      if (low[top.v] === index[top.v]) {
+        const comp: number[] = [];
+        let w: number;
+        do {
+          w = stack.pop()!;
+          onStack[w] = false;
+          comp.push(w);
+        } while (w !== top.v);
+        out.push(comp.sort((a, b) => a - b));
+      }
+    }
+  }
+  return out;
+}
+
+/** A shortest cycle through `from` using only edges inside `within`, as rule indices (first = last). */
+export function shortestCycle(from: number, succ: (v: number) => readonly number[], within: (v: number) => boolean): number[] | undefined {
+  const prev = new Map<number, number>();
+  const queue = [from];
+  for (let qi = 0; qi < queue.length; qi++) {
+    const v = queue[qi]!;
+    for (const w of succ(v)) {
+      if (!within(w)) continue;
+      if (w === from) {
+        const path = [from];
+        for (let x = v; x !== from; x = prev.get(x)!) path.push(x);
+        path.push(from);
+        return path.reverse();
+      }
+      if (!prev.has(w)) {
+        prev.set(w, v);
+        queue.push(w);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** How a cycle reads in a message: helper rules shown by the user rule they belong to. */
+export function describeCycle(rules: readonly CfgRule[], cycle: readonly number[]): string {
+  const names: string[] = [];
+  for (const r of cycle) {
+    const name = rules[rules[r]!.owner]!.name;
+    if (names[names.length - 1] !== name) names.push(name);
+  }
+  if (names.length === 1) names.push(names[0]!);
+  return names.join(" → ");
+}
+
+/**
+ * E0710 / E0711 for every reachable rule with no finite derivation. The message follows the
+ * dependency that keeps the rule from finishing until it loops, e.g. "list → item → list".
+ */
+export function productivityErrors(rules: readonly CfgRule[], start: number, reachable: readonly boolean[]): SpecError[] {
+  const productive = productiveRules(rules);
+  const errors: SpecError[] = [];
+  const blame = (r: number): number[] => {
+    // Follow, from each rule, the first unproductive rule its first alternative needs.
+    const path = [r];
+    const seen = new Set([r]);
+    let cur = r;
+    for (;;) {
+      const alt = rules[cur]!.alts[0];
+      const next = alt?.find((s) => s.kind === "rule" && !productive[s.rule]);
+      if (!next || next.kind !== "rule") return path;
+      path.push(next.rule);
+      if (seen.has(next.rule)) return path.slice(path.indexOf(next.rule));
+      seen.add(next.rule);
+      cur = next.rule;
+    }
+  };
+  const culprits = rules.map((_, i) => i).filter((i) => reachable[i] && !productive[i]);
+  const users = culprits.filter((i) => rules[i]!.origin === "user");
+  const report = users.length > 0 ? users : culprits;
+  report.sort((a, b) => (a === start ? -1 : b === start ? 1 : a - b));
+  for (const r of report) {
+    const rule = rules[r]!;
+    const owner = rules[rule.owner]!;
+    const why = describeCycle(rules, blame(r));
+    if (r === start) {
+      errors.push(new SpecError("E0711", `the grammar's language is empty: ${rule.name} can never finish a derivation (${why})`, rule.span,
+        "give the rule an alternative that ends without recursing, e.g. a base case of literals"));
+    } else {
+      errors.push(new SpecError("E0710", rule.origin === "user"
+        ? `rule ${rule.name} never terminates: every alternative needs a rule that never finishes (${why})`
+        : `this part of rule ${owner.name} never terminates (${why})`, rule.span,
+      "add an alternative that ends without recursing (a base case)"));
+    }
+  }
+  return errors;
+}
+
+export function unreachableWarnings(rules: readonly CfgRule[], start: number, reachable: readonly boolean[]): SpecError[] {
+  return rules.flatMap((r, i) => (r.origin === "user" && !reachable[i]
+    ? [new SpecError("E0709", `rule ${r.name} is never used: it is not reachable from ${rules[start]!.name}`, r.span,
+      "remove it, or refer to it from a rule that is used")]
+    : []));
+}
+
+/** Keeps the rules marked in `keep`, renumbering references. */
+export function compact(rules: readonly CfgRule[], keep: readonly boolean[], start: number): { rules: CfgRule[]; start: number } {
+  const map = new Array<number>(rules.length).fill(-1);
+  let n = 0;
+  rules.forEach((_, i) => { if (keep[i]) map[i] = n++; });
+  const remap = (s: Sym): Sym => (s.kind === "rule" ? { kind: "rule", rule: map[s.rule]! } : s);
+  const out: CfgRule[] = [];
+  rules.forEach((r, i) => {
+    if (!keep[i]) return;
+    out.push({ ...r, owner: map[r.owner]! >= 0 ? map[r.owner]! : map[i]!, alts: r.alts.map((a) => a.map(remap)) });
+  });
+  return { rules: out, start: map[start]! };
+}
