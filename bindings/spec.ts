@@ -289,6 +289,26 @@ export class Spec {
   readonly dfa: Readonly<ByteDfa>;
   /** Token ids covered by masks (0 without a vocabulary). */
   readonly vocabSize: number;
+  /** @internal the attached vocabulary (for forcedTokens) */
+  vocab: VocabularySource | undefined;
+  private index: { byBytes: Map<string, number>; maxLen: number } | undefined;
+
+  /** @internal token bytes → id (first non-special id), built on first use. */
+  tokenIndex(): { byBytes: Map<string, number>; maxLen: number } | undefined {
+    if (this.index || !this.vocab) return this.index;
+    const byBytes = new Map<string, number>();
+    let maxLen = 0;
+    const { bytes, offsets, special } = this.vocab.flat();
+    for (let id = 0; id < this.vocab.size; id++) {
+      if (special[id]) continue;
+      const b = bytes.subarray(offsets[id]!, offsets[id + 1]!);
+      if (!b.length) continue;
+      const k = String.fromCharCode(...b);
+      if (!byBytes.has(k)) byBytes.set(k, id);
+      if (b.length > maxLen) maxLen = b.length;
+    }
+    return (this.index = { byBytes, maxLen });
+  }
   /** i32 words per mask: `ceil(vocabSize / 32)` (0 without a vocabulary). */
   readonly maskWords: number;
 
@@ -375,6 +395,7 @@ export class Spec {
     if (vocab) attachVocabulary(exports, vocab, opts.vocabSize ?? vocab.size);
     else if (opts.vocabSize !== undefined) throw new TypeError("Spec.load: vocabSize needs a vocab");
     const spec = new Spec(exports, parsed.states, parsed.dfa);
+    spec.vocab = vocab;
     if (vocab && opts.precompute) spec.precompute();
     return spec;
   }
@@ -630,6 +651,29 @@ export class Matcher {
   forced(): string {
     const b = this.forcedBytes();
     return decoder.decode(b.subarray(0, validUtf8Prefix(b)));
+  }
+
+  /**
+   * Token ids that spell the forced bytes (greedy longest match over the vocabulary), so a decoder
+   * can append them without a forward pass each. Every id is allowed when its turn comes. Empty
+   * when nothing is forced or no vocabulary is attached.
+   */
+  forcedTokens(): number[] {
+    const bytes = this.forcedBytes();
+    const index = this.spec.tokenIndex();
+    if (!bytes.length || !index) return [];
+    const ids: number[] = [];
+    for (let i = 0; i < bytes.length; ) {
+      let found = -1, len = 0;
+      for (let l = Math.min(index.maxLen, bytes.length - i); l > 0 && found < 0; l--) {
+        const id = index.byBytes.get(String.fromCharCode(...bytes.subarray(i, i + l)));
+        if (id !== undefined) { found = id; len = l; }
+      }
+      if (found < 0) break; // no token spells the rest (a vocabulary without byte tokens)
+      ids.push(found);
+      i += len;
+    }
+    return ids;
   }
 
   /** Undo the last `n` committed tokens (at most `MAX_ROLLBACK`, and not across feed/feedEnv/state changes). */

@@ -97,3 +97,27 @@ describe("a vocabulary baked into the .wasm (specc compile --vocab)", () => {
     for (let s = 0; s < given.stateCount; s++) expect(baked.stateMask(s)).toEqual(given.stateMask(s));
   });
 });
+
+describe("jump-forward tokens", () => {
+  it("forcedTokens spell forced() with tokens the mask allows one after another", async () => {
+    const vocab = Vocabulary.fromTokenizerJsonObject(loadTokenizerJson("llama3_1"));
+    const spec = await Spec.load(compileToWasm(load("examples/react-tools.agent")), { vocab });
+    const m = spec.matcher();
+    m.feedText("Thought: I will look it up.\nA");
+    expect(m.forced()).toBe(""); // free text: "A" need not start a marker
+    m.feedText("ction: Sea");
+    expect(m.forced()).toBe("rch");
+    const ids = m.forcedTokens();
+    expect(ids.length).toBeGreaterThan(0);
+    const mask = new Int32Array(spec.maskWords);
+    let text = "";
+    for (const id of ids) {
+      m.fillMask(mask);
+      expect((mask[id >> 5]! >>> (id & 31)) & 1).toBe(1);
+      expect(m.commit(id)).toBe("continue");
+      text += new TextDecoder().decode(vocab.tokenBytes(id)!);
+    }
+    expect(text).toBe("rch");
+    expect(m.forced()).toBe("");
+  });
+});
