@@ -13,7 +13,7 @@ import type { ByteDfa, StateIR } from "./ir.js";
 /** Address of the tables in linear memory. */
 export const TABLE_BASE = 16;
 export const TABLES_MAGIC = 0x43435053; // bytes "S P C C"
-export const TABLES_VERSION = 1;
+export const TABLES_VERSION = 2;
 export const TABLES_BOM = 0xfeff;
 export const HEADER_SIZE = 64;
 /** The runtime's static data starts at 2 MiB; the tables live in [TABLE_BASE, 2 MiB). */
@@ -131,10 +131,44 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
   const markers = states.map((st) => enc.encode(st.marker));
   const names = states.map((st) => enc.encode(st.name));
 
+  // Transition rows, compressed (format 2): per state a default target and the classes that differ
+  // from it; identical rows are stored once. The runtime expands them into a dense table at
+  // instantiation, so the file stays small and the hot path stays one load per byte.
+  const rowBytes: Uint8Array[] = [];
+  const rowOf = new Int32Array(nStates);
+  {
+    const seen = new Map<string, number>();
+    for (let s = 0; s < nStates; s++) {
+      const row = Array.from(dfa.trans.subarray(s * nClasses, (s + 1) * nClasses), (t) => (t < 0 ? NONE16 : t));
+      const count = new Map<number, number>();
+      for (const t of row) count.set(t, (count.get(t) ?? 0) + 1);
+      let def = NONE16, best = -1;
+      for (const [t, n] of count) if (n > best || (n === best && t < def)) { def = t; best = n; }
+      const exc: [number, number][] = [];
+      row.forEach((t, c) => { if (t !== def) exc.push([c, t]); });
+      const key = `${def}:${exc.join(";")}`;
+      let idx = seen.get(key);
+      if (idx === undefined) {
+        idx = rowBytes.length;
+        seen.set(key, idx);
+        const b = new Uint8Array(4 + 4 * exc.length);
+        const dv = new DataView(b.buffer);
+        dv.setUint16(0, def, true);
+        dv.setUint16(2, exc.length, true);
+        exc.forEach(([c, t], j) => { dv.setUint16(4 + 4 * j, c, true); dv.setUint16(6 + 4 * j, t, true); });
+        rowBytes.push(b);
+      }
+      rowOf[s] = idx;
+    }
+  }
+
   // Layout.
   const offClassmap = HEADER_SIZE;
   const offTrans = offClassmap + 256;
-  const offInfo = align4(offTrans + 2 * nStates * nClasses);
+  const rowOffs: number[] = [];
+  let q = offTrans + 4 * nStates;
+  for (const b of rowBytes) { rowOffs.push(q); q += b.length; }
+  const offInfo = align4(q);
   const offSets = offInfo + 8 * nStates;
   let p = offSets + 4 * sets.length;
   const setOffs = sets.map((ids) => {
@@ -180,10 +214,8 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
   // 52..63 reserved, already 0.
 
   out.set(dfa.classMap, offClassmap);
-  for (let i = 0; i < nStates * nClasses; i++) {
-    const t = dfa.trans[i]!;
-    v.setUint16(offTrans + 2 * i, t < 0 ? NONE16 : t, true);
-  }
+  for (let s = 0; s < nStates; s++) v.setUint32(offTrans + 4 * s, rowOffs[rowOf[s]!]!, true);
+  rowBytes.forEach((b, i) => out.set(b, rowOffs[i]!));
   for (let s = 0; s < nStates; s++) {
     const o = offInfo + 8 * s;
     const sp = dfa.specState[s]!;
@@ -264,7 +296,7 @@ export function parseTables(bytes: Uint8Array): { dfa: ByteDfa; states: TableSpe
     }
   };
   region("classmap", offClassmap, 256);
-  region("trans", offTrans, 2 * nStates * nClasses);
+  region("transition rows", offTrans, 4 * nStates);
   region("state info", offInfo, 8 * nStates);
   region("set offsets", offSets, 4 * nSets);
   region("spec records", offSpec, SPEC_RECORD * nSpec);
@@ -273,11 +305,23 @@ export function parseTables(bytes: Uint8Array): { dfa: ByteDfa; states: TableSpe
   for (let b = 0; b < 256; b++) if (classMap[b]! >= nClasses) fail(`classmap[${b}] = ${classMap[b]} >= nClasses ${nClasses}`);
 
   const trans = new Int32Array(nStates * nClasses);
-  for (let i = 0; i < trans.length; i++) {
-    const t = v.getUint16(offTrans + 2 * i, true);
-    if (t === NONE16) trans[i] = -1;
-    else if (t >= nStates) fail(`transition ${i} goes to state ${t} >= nStates ${nStates}`);
-    else trans[i] = t;
+  const target = (t: number, what: string): number => {
+    if (t === NONE16) return -1;
+    if (t >= nStates) fail(`${what} goes to state ${t} >= nStates ${nStates}`);
+    return t;
+  };
+  for (let s = 0; s < nStates; s++) {
+    const o = v.getUint32(offTrans + 4 * s, true);
+    region(`row of state ${s}`, o, 4);
+    const def = target(v.getUint16(o, true), `the default transition of state ${s}`);
+    const nExc = v.getUint16(o + 2, true);
+    region(`row of state ${s}`, o, 4 + 4 * nExc);
+    trans.fill(def, s * nClasses, (s + 1) * nClasses);
+    for (let j = 0; j < nExc; j++) {
+      const c = v.getUint16(o + 4 + 4 * j, true);
+      if (c >= nClasses) fail(`row of state ${s} names class ${c} >= nClasses ${nClasses}`);
+      trans[s * nClasses + c] = target(v.getUint16(o + 6 + 4 * j, true), `transition ${s}/${c}`);
+    }
   }
 
   const sets: number[][] = [];

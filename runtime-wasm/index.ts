@@ -23,7 +23,7 @@
 // @ts-ignore: decorator
 @inline const MAGIC: u32 = 0x43435053; // "SPCC"
 // @ts-ignore: decorator
-@inline const VERSION: u32 = 1; // table format version (the ABI version is abi_version())
+@inline const VERSION: u32 = 2; // table format version (the ABI version is abi_version())
 // @ts-ignore: decorator
 @inline const BOM: u32 = 0xfeff;
 // @ts-ignore: decorator
@@ -71,6 +71,13 @@
 @inline function region(field: usize): usize {
   return TABLE_BASE + <usize>load<u32>(TABLE_BASE + field);
 }
+
+/**
+ * The dense transition table u16[nStates × nClasses], expanded on the heap at instantiation from
+ * the compressed rows of table format 2 (a default target per state plus the classes that differ).
+ * 0 when the tables are missing or a row is malformed (then `tables_ok()` is 0 too).
+ */
+let transBase: usize = 0;
 
 /** Absolute address of the 4 × u16 info record of state `s`. */
 // @ts-ignore: decorator
@@ -134,13 +141,44 @@ export function abi_version(): i32 {
   return 2;
 }
 
-export function tables_ok(): i32 {
-  return i32(
-    hdr(H_MAGIC) == MAGIC &&
+function headerOk(): bool {
+  return hdr(H_MAGIC) == MAGIC &&
     <u32>load<u16>(TABLE_BASE + H_VERSION) == VERSION &&
-    <u32>load<u16>(TABLE_BASE + H_BOM) == BOM,
-  );
+    <u32>load<u16>(TABLE_BASE + H_BOM) == BOM;
 }
+
+export function tables_ok(): i32 {
+  return i32(headerOk() && transBase != 0);
+}
+
+/** Expands the compressed transition rows (see `transBase`); 0 if anything is out of range. */
+function expandTrans(): usize {
+  if (!headerOk()) return 0;
+  const ns = <usize>hdr(H_NSTATES);
+  const nc = <usize>hdr(H_NCLASSES);
+  const total = <usize>load<u32>(TABLE_BASE + 8);
+  const rows = <usize>load<u32>(TABLE_BASE + H_TRANS);
+  if (ns == 0 || nc == 0 || nc > 256 || rows + (ns << 2) > total) return 0;
+  const dense = heap.alloc((ns * nc) << 1);
+  for (let st: usize = 0; st < ns; st++) {
+    const ro = <usize>load<u32>(TABLE_BASE + rows + (st << 2));
+    if (ro + 4 > total) return 0;
+    const row = TABLE_BASE + ro;
+    const def = <u32>load<u16>(row);
+    const nExc = <usize>load<u16>(row + 2);
+    if (ro + 4 + (nExc << 2) > total || (def != NONE16 && <usize>def >= ns)) return 0;
+    const out = dense + ((st * nc) << 1);
+    for (let c: usize = 0; c < nc; c++) store<u16>(out + (c << 1), <u16>def);
+    for (let j: usize = 0; j < nExc; j++) {
+      const c = <usize>load<u16>(row + 4 + (j << 2));
+      const t = <u32>load<u16>(row + 6 + (j << 2));
+      if (c >= nc || (t != NONE16 && <usize>t >= ns)) return 0;
+      store<u16>(out + (c << 1), <u16>t);
+    }
+  }
+  return dense;
+}
+transBase = expandTrans();
 
 export function buf_ptr(): i32 {
   return <i32>bufPtr;
@@ -175,7 +213,7 @@ export function spec_count(): i32 {
 
 export function step(state: i32, byte: i32): i32 {
   if (!validState(state) || <u32>byte > 255) return -1;
-  const n = next(<u32>state, <u32>byte, hdr(H_NCLASSES), region(H_TRANS), region(H_CLASSMAP));
+  const n = next(<u32>state, <u32>byte, hdr(H_NCLASSES), transBase, region(H_CLASSMAP));
   return n == NONE16 ? -1 : <i32>n;
 }
 
@@ -468,7 +506,7 @@ export function vocab_ready(): i32 {
   words = (V + 31) >>> 5;
   maskBytes = <usize>words << 2;
   const ns = <usize>hdr(H_NSTATES);
-  walkTrans = region(H_TRANS);
+  walkTrans = transBase;
   const nc = <usize>hdr(H_NCLASSES);
   for (let st: usize = 0; st < ns; st++) {
     if (!(flagsOf(<u32>st) & F_YIELD)) continue;
@@ -483,7 +521,7 @@ export function vocab_ready(): i32 {
         break;
       }
     }
-    if (walkTrans != region(H_TRANS)) break;
+    if (walkTrans != transBase) break;
   }
   stateMaskPtr = heap.alloc(ns << 2);
   memory.fill(stateMaskPtr, 0xff, ns << 2);
@@ -577,7 +615,7 @@ function ensureDist(): void {
   if (distPtr != 0) return;
   const ns = hdr(H_NSTATES);
   const nc = hdr(H_NCLASSES);
-  const trans = region(H_TRANS);
+  const trans = transBase;
   const dist = heap.alloc(<usize>ns << 2);
   for (let s: u32 = 0; s < ns; s++) store<u32>(dist + (<usize>s << 2), flagsOf(s) & F_ACCEPTING ? 0 : INF);
   let changed = true;
@@ -615,7 +653,7 @@ function walkBudget(s: u32, out: usize): void {
   setEos(out, s);
   const infos = region(H_INFO);
   if (<u32>load<u16>(infos + (<usize>s << 3)) & F_YIELD) return;
-  const trans = region(H_TRANS);
+  const trans = transBase;
   const rowBytes = hdr(H_NCLASSES) << 1;
   const nodes = nodesPtr;
   const stack = stackPtr;
@@ -795,7 +833,7 @@ export function m_feed(m: i32, ptr: i32, len: i32): i32 {
   const r = rec(m);
   if (load<u32>(r, R_DONE)) return len > 0 ? -1 : 2;
   const nClasses = hdr(H_NCLASSES);
-  const trans = region(H_TRANS);
+  const trans = transBase;
   const classmap = region(H_CLASSMAP);
   const infos = region(H_INFO);
   const s0 = load<u32>(r);
@@ -941,7 +979,7 @@ export function m_commit(m: i32, id: i32): i32 {
   }
   if (kind != K_TEXT) return 3;
   const nClasses = hdr(H_NCLASSES);
-  const trans = region(H_TRANS);
+  const trans = transBase;
   const classmap = region(H_CLASSMAP);
   const infos = region(H_INFO);
   let p = tokBytesPtr + <usize>load<u32>(tokOffPtr + (<usize>id << 2));

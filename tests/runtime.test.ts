@@ -172,7 +172,7 @@ describe("serializeTables / parseTables", () => {
     const v = new DataView(tables.buffer, tables.byteOffset, tables.length);
     expect([...tables.subarray(0, 4)]).toEqual([0x53, 0x50, 0x43, 0x43]); // "SPCC"
     expect(v.getUint32(0, true)).toBe(0x43435053);
-    expect(v.getUint16(4, true)).toBe(1);
+    expect(v.getUint16(4, true)).toBe(2);
     expect(v.getUint16(6, true)).toBe(0xfeff);
     expect(v.getUint32(8, true)).toBe(tables.length);
     expect(v.getUint32(12, true)).toBe(7);
@@ -215,7 +215,7 @@ describe("serializeTables / parseTables", () => {
 
   it("throws E0502 when the tables exceed 2 MiB - 16 bytes", () => {
     const nStates = 20_000;
-    const nClasses = 60; // 2.4 MB of transitions
+    const nClasses = 60; // rows that all differ: ~4.8 MB of compressed transitions
     const classMap = new Uint8Array(256);
     for (let b = 0; b < 256; b++) classMap[b] = b % nClasses;
     const big: ByteDfa = {
@@ -223,7 +223,7 @@ describe("serializeTables / parseTables", () => {
       nClasses,
       classMap,
       initial: 0,
-      trans: new Int32Array(nStates * nClasses).fill(-1),
+      trans: Int32Array.from({ length: nStates * nClasses }, (_, i) => (Math.floor(i / nClasses) + (i % nClasses)) % nStates),
       flags: new Uint8Array(nStates),
       specState: new Int32Array(nStates).fill(-1),
       envNext: new Int32Array(nStates).fill(-1),
@@ -272,7 +272,7 @@ describe("serializeTables / parseTables", () => {
   });
 
   it("rejects a wrong version", () => {
-    expect(() => parseTables(patched((v) => v.setUint16(4, 2, true)))).toThrow(/version 2/);
+    expect(() => parseTables(patched((v) => v.setUint16(4, 3, true)))).toThrow(/version 3/);
   });
 
   it("rejects a wrong byte order", () => {
@@ -281,12 +281,14 @@ describe("serializeTables / parseTables", () => {
   });
 
   it("rejects out-of-range offsets and entries", () => {
-    expect(() => parseTables(patched((v) => v.setUint32(32, 0xfffffff0, true)))).toThrow(/trans .* outside/);
+    expect(() => parseTables(patched((v) => v.setUint32(32, 0xfffffff0, true)))).toThrow(/transition rows .* outside/);
     expect(() => parseTables(patched((v) => v.setUint32(28, 8, true)))).toThrow(/classmap .* outside/);
     expect(() => parseTables(patched((v) => v.setUint32(12, 0xffff, true)))).toThrow(/nStates/);
     expect(() => parseTables(patched((v) => v.setUint32(20, 7, true)))).toThrow(/initial/);
-    const offTrans = new DataView(tables.buffer, tables.byteOffset).getUint32(32, true);
-    expect(() => parseTables(patched((v) => v.setUint16(offTrans, 7, true)))).toThrow(/state 7/);
+    const dv = new DataView(tables.buffer, tables.byteOffset);
+    const row0 = dv.getUint32(dv.getUint32(32, true), true); // state 0's row: u16 default, u16 count, …
+    expect(() => parseTables(patched((v) => v.setUint16(row0, 7, true)))).toThrow(/state 7/);
+    expect(() => parseTables(patched((v) => v.setUint32(dv.getUint32(32, true), 7, true)))).toThrow(/row of state 0 .* outside/);
   });
 
   it("never reads out of bounds: any single corrupted byte parses or throws a clear Error", () => {
@@ -559,14 +561,17 @@ describe("Spec / Matcher", () => {
 
   it("rejects a different format version", async () => {
     const v2 = tables.slice();
-    new DataView(v2.buffer).setUint16(4, 2, true);
+    new DataView(v2.buffer).setUint16(4, 3, true);
     await expect(Spec.load(emitWasm(runtime, v2))).rejects.toThrow(/no valid specc tables/);
   });
 
   it("rejects corrupt tables that pass the runtime's header check", async () => {
     const bad = tables.slice();
-    new DataView(bad.buffer).setUint32(32, 0xfffffff0, true); // off_trans
+    new DataView(bad.buffer).setUint32(48, 0xfffffff0, true); // off_spec: the runtime does not read it at load
     await expect(Spec.load(emitWasm(runtime, bad))).rejects.toThrow(/invalid specc tables/);
+    const rows = tables.slice();
+    new DataView(rows.buffer).setUint32(32, 0xfffffff0, true); // off_trans: the runtime's own expansion refuses it
+    await expect(Spec.load(emitWasm(runtime, rows))).rejects.toThrow(/no valid specc tables/);
   });
 });
 
