@@ -212,3 +212,29 @@ describe("specc check on rules, replay and sample", () => {
     expect((await run("sample", "examples/react.agent")).code).toBe(EXIT.usage);
   });
 });
+
+describe("specc check --examples", () => {
+  it("validates the few-shot examples of seed 001's prompts and names a broken example's violation", async () => {
+    const ok = await run("check", "examples/react.agent", "--examples", "tests/fixtures/prompts/001-fig7-hotpotqa-react.txt", "--from", "Here are some examples.");
+    expect(ok.code).toBe(EXIT.ok);
+    expect(ok.out).toContain("example 1: conforms");
+    const p = join(tmp, "prompt.txt");
+    writeFileSync(p, "Question: x\nThought: a\nAction: Search\nObservation: b\nFinal Thought: c\nAnswer: d\n");
+    const bad = await run("check", "examples/react.agent", "--examples", p);
+    expect(bad.code).toBe(EXIT.nonconforming);
+    expect(bad.out).toContain(`${p}:4:1: example 1: violation: "Observation:" is not allowed here`);
+    expect(bad.out).toContain('valid next markers: "Action Input:"');
+  });
+});
+
+describe("specc plan", () => {
+  it("plans under the OpenAGI grammar with each tool at most once (exit 0)", async () => {
+    const r = await run("plan", "examples/grammars/openagi.gbnf", "--task", "Given a grayscale image, answer a question about it", "--chooser", "first", "--json");
+    expect(r.code).toBe(EXIT.ok);
+    const j = JSON.parse(r.out);
+    const tools: string[] = j.toolUses ? Object.keys(j.toolUses) : [];
+    expect(j.plan).toMatch(/\(i\)/);
+    expect(new Set(tools).size).toBe(tools.length);
+    expect((await run("plan", "examples/grammars/openagi.gbnf")).code).toBe(EXIT.usage);
+  });
+});
