@@ -9,10 +9,12 @@
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { parseArgs } from "node:util";
-import { compileIR, compileToWasm, parseSpecBytes } from "./compile.js";
+import { compileGrammarSource, compileIR, compileToWasm, isGrammarFile, parseSpecBytes, type CompiledGrammar, type Limits } from "./compile.js";
 import { decodeSource } from "./frontend/parse.js";
 import { SpecError, formatDiagnostic } from "./diagnostics.js";
+import { formatWarning } from "./grammar/index.js";
 import type { Compiled } from "./ir.js";
+import { MAX_GRAMMAR_DEPTH } from "./lower.js";
 import { byteDfaEngine, parseTrace, runTrace, type Engine } from "./trace.js";
 
 export const EXIT = { ok: 0, nonconforming: 1, usage: 2, input: 3, internal: 70 } as const;
@@ -21,13 +23,22 @@ class UsageError extends Error {}
 
 const USAGE = `specc — compile agent specs into automata and a WebAssembly runtime for constrained decoding
 
+SPEC is an agent spec (.agent) or a grammar (.gbnf/.ebnf: the whole output must be a sentence of
+its rule root, or of --start RULE). Grammars compile to a DFA that is exact up to --max-depth N
+nested recursive calls (default 8; parentheses in arithmetic, arrays/objects in JSON).
+
 usage:
   specc compile SPEC -o OUT.wasm         compile a spec into a self-contained .wasm
                 [--emit ebnf|gbnf]       … or write its exact language as an XGrammar/llama.cpp grammar
                 [--vocab tokenizer.json] bake a vocabulary into the .wasm (custom section specc.vocab)
-  specc render  SPEC -o OUT.svg|OUT.dot  draw the agent's state diagram [--level states|bytes]
+                [--max-depth N]          nesting bound of grammars (every command that compiles takes it,
+                                         and --max-grammar-states N, the expansion's limit, default 100000)
+  specc render  SPEC -o OUT.svg|OUT.dot  draw the agent's state diagram (a grammar: its rule graph)
+                                         [--level states|bytes]
   specc check   SPEC|OUT.wasm --trace T.json [--json]
                                          is this transcript conformant? (exit 0 yes, 1 no)
+  specc check   SPEC|OUT.wasm --examples PROMPT.txt [--from TEXT] [--json]
+                                         validate the few-shot examples of a prompt against the spec
   specc check   RULES.rules [--known-predicates]
                                          parse and check AgentSpec rules (with --known-predicates: only
                                          the predicates specc ships may be used)
@@ -35,6 +46,9 @@ usage:
                                          replay a transcript token by token: did the mask allow each token?
   specc sample  SPEC|OUT.wasm --vocab tokenizer.json [--n N] [--seed S] [--max-state-tokens K] [--out DIR] [--json]
                                          conformant transcripts from seeded random logits under the masks
+  specc plan    GRAMMAR.gbnf --task TEXT [--chooser first|random|script|llm] [--json]
+                                         Formal-LLM planning: expand the grammar choice by choice,
+                                         each tool at most once, backtracking on dead ends
   specc demo    [--out DIR]              compile, render and run the bundled ReAct example
 
 exit codes: 0 ok, 1 trace does not conform, 2 usage error, 3 error in an input file, 70 internal error`;
@@ -52,6 +66,7 @@ export async function main(argv: string[], io: Io = { out: (s) => process.stdout
       case "demo": return await cmdDemo(rest, io);
       case "replay": return await cmdReplay(rest, io, sources);
       case "sample": return await cmdSample(rest, io, sources);
+      case "plan": return await (await import("../bindings/planner.js")).runPlanCommand(rest, io);
       case undefined: case "-h": case "--help": case "help":
         io.out(USAGE);
         return cmd === undefined ? EXIT.usage : EXIT.ok;
@@ -85,19 +100,65 @@ function readInput(path: string): Uint8Array {
   try { return readFileSync(path); } catch (e) { throw new InputError(`${path}: ${(e as Error).message}`); }
 }
 
-/** Reads and compiles a spec file; its text is remembered so diagnostics can quote it. */
-export function compileFile(path: string, sources: Map<string, string>): Compiled {
+export interface CompileFileOptions {
+  limits?: Limits;
+  /** Receives each warning (of grammars), formatted. */
+  warn?: (text: string) => void;
+  /** Start rule of a standalone grammar (default root). */
+  start?: string;
+}
+
+/**
+ * Reads and compiles a spec file — an agent spec, or a standalone grammar (.gbnf/.ebnf) — and
+ * remembers its text (and its grammar files') so diagnostics can quote them.
+ */
+export function compileFile(path: string, sources: Map<string, string>, opts: CompileFileOptions = {}): Compiled | CompiledGrammar {
   const bytes = readInput(path);
   try {
-    const { ir, text } = parseSpecBytes(bytes, path);
-    sources.set(path, text);
-    return compileIR(ir);
+    let c: Compiled | CompiledGrammar;
+    if (isGrammarFile(path)) {
+      const text = decodeSource(path, bytes);
+      sources.set(path, text);
+      c = compileGrammarSource(text, path, opts.limits, opts.start);
+    } else {
+      const { ir, text } = parseSpecBytes(bytes, path, { sources });
+      sources.set(path, text);
+      c = compileIR(ir, opts.limits);
+    }
+    if (opts.warn) for (const w of grammarWarnings(c)) opts.warn(formatWarning(w, w.span ? sources.get(w.span.file) : undefined));
+    return c;
   } catch (e) {
-    if (e instanceof SpecError && e.span) {
+    if (e instanceof SpecError && e.span && !sources.has(path)) {
       try { sources.set(path, new TextDecoder().decode(bytes)); } catch { /* binary: no source line */ }
     }
     throw e;
   }
+}
+
+/** The warnings of a compiled grammar, or of the grammars in a spec's states. */
+function grammarWarnings(c: Compiled | CompiledGrammar): SpecError[] {
+  if ("grammar" in c) return c.grammar.cfg.warnings;
+  return c.ir.states.flatMap((s) => (s.content.kind === "grammar" ? s.content.cfg.warnings : []));
+}
+
+const isCompiledGrammar = (c: Compiled | CompiledGrammar): c is CompiledGrammar => "grammar" in c;
+
+/** Options every command that compiles takes. */
+const COMPILE_OPTIONS = { "max-depth": { type: "string" }, "max-grammar-states": { type: "string" }, start: { type: "string" } } as const;
+
+function compileOptions(values: { "max-depth"?: string; "max-grammar-states"?: string; start?: string }, io: Io): CompileFileOptions {
+  const limits: Limits = {};
+  if (values["max-grammar-states"] !== undefined) {
+    const n = Number(values["max-grammar-states"]);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--max-grammar-states must be a positive integer, not '${values["max-grammar-states"]}'`);
+    limits.maxGrammarStates = n;
+  }
+  if (values["max-depth"] !== undefined) {
+    const d = Number(values["max-depth"]);
+    if (!Number.isInteger(d) || d < 0 || d > MAX_GRAMMAR_DEPTH) throw new UsageError(`--max-depth must be an integer from 0 to ${MAX_GRAMMAR_DEPTH}, not '${values["max-depth"]}'`);
+    limits.maxDepth = d;
+  }
+  return { limits, start: values.start, warn: (t) => io.err(t) };
 }
 
 /** Writes `data` to `path` atomically: a temp file in the same folder, then a rename. */
@@ -119,12 +180,12 @@ function oneFile(positionals: string[], what: string): string {
 
 async function cmdCompile(args: string[], io: Io, sources: Map<string, string>): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: {
-    out: { type: "string", short: "o" }, emit: { type: "string", default: "wasm" }, vocab: { type: "string" } } });
+    out: { type: "string", short: "o" }, emit: { type: "string", default: "wasm" }, vocab: { type: "string" }, ...COMPILE_OPTIONS } });
   const file = oneFile(positionals, "spec file");
   const emit = values.emit!;
   if (!["wasm", "ebnf", "gbnf"].includes(emit)) throw new UsageError(`--emit must be wasm, ebnf or gbnf, not '${emit}'`);
   const out = values.out ?? file.replace(/\.[^./]*$/, "") + "." + emit;
-  const c = compileFile(file, sources);
+  const c = compileFile(file, sources, compileOptions(values, io));
   if (emit !== "wasm") {
     const { emitGrammar } = await import("./emit-grammar.js");
     const text = emitGrammar(c.byteDfa, emit as "ebnf" | "gbnf", c.ir.name);
@@ -142,26 +203,37 @@ async function cmdCompile(args: string[], io: Io, sources: Map<string, string>):
     wasm = appendCustomSection(wasm, VOCAB_SECTION, serializeVocabulary(vocab.flat(), vocab.eos));
   }
   writeAtomic(out, wasm);
-  io.out(`${out}: ${wasm.length} bytes · ${c.ir.states.length} spec states · state DFA ${c.minStateDfa.nStates} · byte DFA ${c.byteDfa.nStates} states × ${c.byteDfa.nClasses} classes`);
+  if (isCompiledGrammar(c)) {
+    const g = c.grammar;
+    io.out(`${out}: ${wasm.length} bytes · grammar ${c.ir.name} (start ${g.cfg.rules[g.cfg.start]!.name}) · byte DFA ${c.byteDfa.nStates} states × ${c.byteDfa.nClasses} classes · ` +
+      (g.depthLimited ? `exact up to nesting depth ${g.maxDepth} (deeper nesting is not offered; --max-depth N)` : "exact (nothing nests)"));
+  } else {
+    io.out(`${out}: ${wasm.length} bytes · ${c.ir.states.length} spec states · state DFA ${c.minStateDfa.nStates} · byte DFA ${c.byteDfa.nStates} states × ${c.byteDfa.nClasses} classes`);
+  }
   return EXIT.ok;
 }
 
 async function cmdRender(args: string[], io: Io, sources: Map<string, string>): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: {
-    out: { type: "string", short: "o" }, level: { type: "string", default: "states" } } });
+    out: { type: "string", short: "o" }, level: { type: "string", default: "states" }, ...COMPILE_OPTIONS } });
   const file = oneFile(positionals, "spec file");
   if (values.level !== "states" && values.level !== "bytes") throw new UsageError(`--level must be states or bytes, not '${values.level}'`);
   const out = values.out ?? file.replace(/\.[^./]*$/, "") + ".svg";
-  const c = compileFile(file, sources);
-  const { stateDot, byteDot, renderSvg } = await import("./render.js");
-  const dot = values.level === "bytes" ? byteDot(c.ir, c.byteDfa) : stateDot(c.ir, c.minStateDfa);
+  const c = compileFile(file, sources, compileOptions(values, io));
+  const { stateDot, byteDot, ruleDot, renderSvg } = await import("./render.js");
+  let dot: string;
+  try {
+    dot = values.level === "bytes" ? byteDot(c.ir, c.byteDfa) : isCompiledGrammar(c) ? ruleDot(c.grammar.cfg, c.ir.name) : stateDot(c.ir, c.minStateDfa);
+  } catch (e) {
+    throw new InputError(`${file}: ${(e as Error).message}`);
+  }
   const data = out.endsWith(".dot") ? dot : await renderSvg(dot);
   writeAtomic(out, data);
-  io.out(`${out}: ${values.level === "bytes" ? `byte automaton, ${c.byteDfa.nStates} states` : `state diagram of ${c.ir.name}`}`);
+  io.out(`${out}: ${values.level === "bytes" ? `byte automaton, ${c.byteDfa.nStates} states` : isCompiledGrammar(c) ? `rule graph of grammar ${c.ir.name}` : `state diagram of ${c.ir.name}`}`);
   return EXIT.ok;
 }
 
-async function loadEngine(file: string, sources: Map<string, string>): Promise<{ engine: Engine; markers: string[]; names: string[] }> {
+async function loadEngine(file: string, sources: Map<string, string>, opts: CompileFileOptions): Promise<{ engine: Engine; markers: string[]; names: string[] }> {
   if (file.endsWith(".wasm")) {
     const { Spec } = await import("../bindings/spec.js");
     let spec;
@@ -171,7 +243,7 @@ async function loadEngine(file: string, sources: Map<string, string>): Promise<{
     }
     return { engine: wasmEngine(spec), markers: spec.states.map((s) => s.marker), names: spec.states.map((s) => s.name) };
   }
-  const c = compileFile(file, sources);
+  const c = compileFile(file, sources, opts);
   return { engine: byteDfaEngine(c.byteDfa), markers: c.ir.states.map((s) => s.marker), names: c.ir.states.map((s) => s.name) };
 }
 
@@ -201,7 +273,8 @@ export function wasmEngine(spec: import("../bindings/spec.js").Spec): Engine {
 async function cmdCheck(args: string[], io: Io, sources: Map<string, string>): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: {
     trace: { type: "string", multiple: true }, json: { type: "boolean", default: false },
-    "known-predicates": { type: "boolean", default: false } } });
+    examples: { type: "string", multiple: true }, from: { type: "string" },
+    "known-predicates": { type: "boolean", default: false }, ...COMPILE_OPTIONS } });
   const file = oneFile(positionals, "spec or .wasm file");
   if (file.endsWith(".rules")) {
     const { checkRulesFile } = await import("./rules/index.js");
@@ -211,9 +284,14 @@ async function cmdCheck(args: string[], io: Io, sources: Map<string, string>): P
     io.out(checkRulesFile(text, file, known).summary);
     return EXIT.ok;
   }
-  if (!values.trace?.length) throw new UsageError("missing --trace FILE");
-  const { engine, markers, names } = await loadEngine(file, sources);
+  if (values.examples?.length) return checkPromptExamples(file, values.examples, values.from, !!values.json, io, sources);
+  if (!values.trace?.length) throw new UsageError("missing --trace FILE (or --examples PROMPT.txt)");
+  const { engine, markers, names } = await loadEngine(file, sources, compileOptions(values, io));
   const name = (i: number) => (i < 0 ? "(start)" : names[i]!);
+  // A grammar has no spec states (every spec has one at least): report in terms of the text.
+  const grammar = names.length === 0;
+  const { allowedBytesLabel } = await import("./render.js");
+  const expectedText = (state: number) => allowedBytesLabel(engine, state);
   let failed = 0;
   const results: unknown[] = [];
   for (const tf of values.trace) {
@@ -225,14 +303,25 @@ async function cmdCheck(args: string[], io: Io, sources: Map<string, string>): P
       results.push({ trace: tf, ...v, ...("specState" in v ? { specState: name(v.specState), expected: v.expected.map((i) => markers[i]) } : {}) });
       continue;
     }
-    if (v.verdict === "conforms") io.out(`${tf}: conforms (ends in ${name(engine.specState(v.state))})`);
+    if (v.verdict === "conforms") io.out(grammar ? `${tf}: conforms (a sentence of the grammar)` : `${tf}: conforms (ends in ${name(engine.specState(v.state))})`);
     else if (v.verdict === "incomplete") {
-      io.out(`${tf}: incomplete — the run stops in ${name(v.specState)}; it may continue with ${v.expected.map((i) => JSON.stringify(markers[i])).join(", ") || "nothing"}`);
+      io.out(grammar ? `${tf}: incomplete — the text is not a complete sentence yet; it may continue with ${expectedText(v.state)}`
+        : `${tf}: incomplete — the run stops in ${name(v.specState)}; it may continue with ${v.expected.map((i) => JSON.stringify(markers[i])).join(", ") || "nothing"}`);
+    } else if (grammar) {
+      const seg = trace.segments[v.segment]!;
+      io.out(`${tf}: violation in segment ${v.segment} (${seg.by}) at offset ${v.offset}: ${v.reason === "env-not-expected" ? "environment text in a grammar's output" : "text not allowed here"}`);
+      io.out(`  expected: ${expectedText(v.state)}`);
+      const lo = Math.max(0, v.offset - 40);
+      const pre = JSON.stringify(seg.text.slice(lo, v.offset)).slice(1, -1);
+      io.out(`  | ${JSON.stringify(seg.text.slice(lo, v.offset + 20)).slice(1, -1)}`);
+      io.out(`  | ${" ".repeat(pre.length)}^`);
     } else {
       const seg = trace.segments[v.segment]!;
       const why = v.reason === "env-not-expected" ? "environment text where none is expected (no env-input marker precedes it)" : "text not allowed here";
       io.out(`${tf}: violation in segment ${v.segment} (${seg.by}) at offset ${v.offset}: ${why}`);
       io.out(`  state: ${name(v.specState)}; valid next markers: ${v.expected.map((i) => JSON.stringify(markers[i])).join(", ") || "none"}`);
+      const allowed = expectedText(v.state);
+      if (allowed.length < 40 && !allowed.startsWith("[^")) io.out(`  text allowed here: ${allowed}`); // constrained content (one-of, grammar)
       const lo = Math.max(0, v.offset - 40);
       const snippet = seg.text.slice(lo, v.offset + 20);
       const pre = JSON.stringify(seg.text.slice(lo, v.offset)).slice(1, -1);
@@ -251,13 +340,13 @@ async function cmdDemo(args: string[], io: Io): Promise<number> {
 }
 
 /** Loads a spec (compiling it when it is not a .wasm) with the vocabulary of a tokenizer.json. */
-async function loadWithVocab(file: string, vocabPath: string | undefined, sources: Map<string, string>) {
+async function loadWithVocab(file: string, vocabPath: string | undefined, sources: Map<string, string>, opts: CompileFileOptions) {
   if (!vocabPath) throw new UsageError("missing --vocab tokenizer.json");
   const { Spec } = await import("../bindings/spec.js");
   const { Vocabulary } = await import("../bindings/vocab.js");
   let vocab;
   try { vocab = await Vocabulary.fromTokenizerJson(vocabPath); } catch (e) { throw new InputError(`${vocabPath}: ${(e as Error).message}`); }
-  const wasm = file.endsWith(".wasm") ? readInput(file) : compileToWasm(compileFile(file, sources));
+  const wasm = file.endsWith(".wasm") ? readInput(file) : compileToWasm(compileFile(file, sources, opts));
   try {
     return { spec: await Spec.load(wasm, { vocab }), vocab };
   } catch (e) {
@@ -267,11 +356,11 @@ async function loadWithVocab(file: string, vocabPath: string | undefined, source
 
 async function cmdReplay(args: string[], io: Io, sources: Map<string, string>): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: {
-    vocab: { type: "string" }, trace: { type: "string" }, json: { type: "boolean", default: false } } });
+    vocab: { type: "string" }, trace: { type: "string" }, json: { type: "boolean", default: false }, ...COMPILE_OPTIONS } });
   const file = oneFile(positionals, "spec or .wasm file");
   if (!values.trace) throw new UsageError("missing --trace FILE");
   const trace = parseTrace(new TextDecoder().decode(readInput(values.trace)), values.trace);
-  const { spec, vocab } = await loadWithVocab(file, values.vocab, sources);
+  const { spec, vocab } = await loadWithVocab(file, values.vocab, sources, compileOptions(values, io));
   const { encoderFor } = await import("../bindings/encode.js");
   const encode = await encoderFor(values.vocab!);
   const { replayTrace } = await import("../bindings/replay.js");
@@ -294,7 +383,7 @@ async function cmdReplay(args: string[], io: Io, sources: Map<string, string>): 
 async function cmdSample(args: string[], io: Io, sources: Map<string, string>): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: {
     vocab: { type: "string" }, n: { type: "string", default: "1" }, seed: { type: "string", default: "1" },
-    "max-state-tokens": { type: "string", default: "32" }, out: { type: "string" }, json: { type: "boolean", default: false } } });
+    "max-state-tokens": { type: "string", default: "32" }, out: { type: "string" }, json: { type: "boolean", default: false }, ...COMPILE_OPTIONS } });
   const file = oneFile(positionals, "spec or .wasm file");
   const int = (v: string, name: string, min: number) => {
     const x = Number(v);
@@ -302,7 +391,7 @@ async function cmdSample(args: string[], io: Io, sources: Map<string, string>): 
     return x;
   };
   const n = int(values.n!, "n", 1), seed = int(values.seed!, "seed", 0), k = int(values["max-state-tokens"]!, "max-state-tokens", 1);
-  const { spec, vocab } = await loadWithVocab(file, values.vocab, sources);
+  const { spec, vocab } = await loadWithVocab(file, values.vocab, sources, compileOptions(values, io));
   const { sampleTraces } = await import("../bindings/replay.js");
   const traces = sampleTraces(spec, vocab, { n, seed, maxStateTokens: k });
   if (values.out) {
@@ -316,4 +405,27 @@ async function cmdSample(args: string[], io: Io, sources: Map<string, string>): 
     for (const s of traces[0]!.segments) io.out(s.by === "env" ? `[env] ${JSON.stringify(s.text)}` : s.text);
   }
   return EXIT.ok;
+}
+
+/** `specc check SPEC --examples prompt.txt`: each few-shot example's first violation (seed 001). */
+async function checkPromptExamples(file: string, prompts: string[], from: string | undefined, json: boolean, io: Io, sources: Map<string, string>): Promise<number> {
+  const { checkExamples, formatExamplesReport } = await import("../bindings/examples-check.js");
+  let spec: Parameters<typeof checkExamples>[0];
+  if (file.endsWith(".wasm")) {
+    const { Spec } = await import("../bindings/spec.js");
+    try { spec = await Spec.load(readInput(file)); } catch (e) {
+      if (e instanceof InputError) throw e;
+      throw new InputError(`${file}: ${(e as Error).message}`);
+    }
+  } else spec = compileFile(file, sources);
+  let bad = 0;
+  const all: unknown[] = [];
+  for (const pf of prompts) {
+    const reports = checkExamples(spec, new TextDecoder().decode(readInput(pf)), from ? { from } : {});
+    bad += reports.filter((r) => r.verdict !== "conforms").length;
+    if (json) all.push({ prompt: pf, examples: reports.map(({ trace: _t, ...r }) => r) });
+    else io.out(formatExamplesReport(reports, { file: pf }));
+  }
+  if (json) io.out(JSON.stringify(all.length === 1 ? all[0] : all, null, 2));
+  return bad ? EXIT.nonconforming : EXIT.ok;
 }

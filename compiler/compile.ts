@@ -1,47 +1,110 @@
 /**
  * @fileoverview The compiler's one entry: source text → every automaton of the pipeline.
  * Each stage lives in its own module; this file only wires them and carries the limits.
+ *
+ * Two kinds of source: an agent spec (.agent: states, markers, behavior, content constraints —
+ * grammars among them) and a standalone grammar (.gbnf/.ebnf: the whole output must be a sentence).
+ * Both end as one ByteDfa and one .wasm on the same runtime; a grammar's has no spec states.
  */
 import { buildByteDfa, minimizeByteDfa } from "./automata/bytes.js";
 import { constrainAndTrim, determinize, minimizeStateDfa } from "./automata/dfa.js";
 import { buildNfa } from "./automata/nfa.js";
 import { emitWasm, loadRuntimeWasm } from "./emit-wasm.js";
 import { decodeSource, parseSExprs } from "./frontend/parse.js";
-import type { Compiled, SpecIR } from "./ir.js";
-import { lower } from "./lower.js";
+import { parseGrammar } from "./grammar/index.js";
+import type { Cfg } from "./grammar/cfg.js";
+import { DEFAULT_MAX_DEPTH, grammarToDfa, type GrammarDfa } from "./grammar/regular.js";
+import { ByteFlag, type ByteDfa, type Compiled, type SpecIR } from "./ir.js";
+import { lower, type LowerOptions } from "./lower.js";
 import { serializeTables } from "./tables.js";
 
 export interface Limits {
   maxNfaStates?: number;
   maxDfaStates?: number;
   maxByteStates?: number;
+  /** Nesting depth of grammar recursion (grammar/regular.ts) where a grammar gives none; default 8. */
+  maxDepth?: number;
+  /** Subset states of one grammar's bounded-stack expansion; default 100,000. */
+  maxGrammarStates?: number;
 }
 
 /** Parses and lowers a spec. Throws SpecError (with a span) on any problem. */
-export function parseSpec(text: string, file = "<input>"): SpecIR {
-  return lower(parseSExprs(file, text), file);
+export function parseSpec(text: string, file = "<input>", opts: LowerOptions = {}): SpecIR {
+  return lower(parseSExprs(file, text), file, opts);
 }
 
 /** Reads a spec from raw bytes (rejecting binary input with a diagnostic). */
-export function parseSpecBytes(bytes: Uint8Array, file: string): { ir: SpecIR; text: string } {
+export function parseSpecBytes(bytes: Uint8Array, file: string, opts: LowerOptions = {}): { ir: SpecIR; text: string } {
   const text = decodeSource(file, bytes);
-  return { ir: parseSpec(text, file), text };
+  return { ir: parseSpec(text, file, opts), text };
 }
 
 export function compileIR(ir: SpecIR, limits: Limits = {}): Compiled {
   const nfa = buildNfa(ir.behavior, limits.maxNfaStates);
   const stateDfa = constrainAndTrim(determinize(nfa, ir.states.length, limits.maxDfaStates), ir, limits.maxDfaStates);
   const minStateDfa = minimizeStateDfa(stateDfa);
-  const rawByteDfa = () => buildByteDfa(ir, stateDfa, { maxStates: limits.maxByteStates });
-  const byteDfa = minimizeByteDfa(buildByteDfa(ir, minStateDfa, { maxStates: limits.maxByteStates }));
+  const opts = { maxStates: limits.maxByteStates, maxDepth: limits.maxDepth, maxGrammarStates: limits.maxGrammarStates };
+  const rawByteDfa = () => buildByteDfa(ir, stateDfa, opts);
+  const byteDfa = minimizeByteDfa(buildByteDfa(ir, minStateDfa, opts));
   return { ir, nfa, stateDfa, minStateDfa, rawByteDfa, byteDfa };
 }
 
-export function compileSource(text: string, file = "<input>", limits: Limits = {}): Compiled {
-  return compileIR(parseSpec(text, file), limits);
+export function compileSource(text: string, file = "<input>", limits: Limits = {}, opts: LowerOptions = {}): Compiled {
+  return compileIR(parseSpec(text, file, opts), limits);
 }
 
 /** The self-contained .wasm: the AssemblyScript runtime plus the spec's tables. */
 export function compileToWasm(c: Compiled): Uint8Array {
   return emitWasm(loadRuntimeWasm(), serializeTables(c.byteDfa, c.ir.states));
+}
+
+// ───────────────────────────── standalone grammars ─────────────────────────────
+
+/** A compiled standalone grammar: a `Compiled` with no spec states, plus what the grammar adds. */
+export interface CompiledGrammar extends Compiled {
+  grammar: {
+    cfg: Cfg;
+    maxDepth: number;
+    /** Some nesting deeper than maxDepth exists and is not offered. */
+    depthLimited: boolean;
+    /** Subset states before trimming and minimization. */
+    rawStates: number;
+  };
+}
+
+export const GRAMMAR_EXTENSIONS = [".gbnf", ".ebnf"] as const;
+
+export function isGrammarFile(path: string): boolean {
+  return GRAMMAR_EXTENSIONS.some((e) => path.toLowerCase().endsWith(e));
+}
+
+/** A grammar DFA as the runtime's ByteDfa: no spec states, no env, no markers. */
+export function grammarByteDfa(d: GrammarDfa): ByteDfa {
+  return {
+    nStates: d.nStates, nClasses: d.nClasses, classMap: d.classMap, initial: d.initial, trans: d.trans,
+    flags: Uint8Array.from(d.accepting, (a) => (a ? ByteFlag.Accepting : 0)),
+    specState: new Int32Array(d.nStates).fill(-1),
+    envNext: new Int32Array(d.nStates).fill(-1),
+    nextMarkers: Array.from({ length: d.nStates }, () => []),
+  };
+}
+
+/**
+ * Compiles GBNF/EBNF text (the whole generation must be a sentence, from the rule `start`). The
+ * spec-level parts of the result are trivial: no states, a one-state state DFA.
+ */
+export function compileGrammarSource(text: string, file: string, limits: Limits = {}, start = "root"): CompiledGrammar {
+  const cfg = parseGrammar(text, file, { start });
+  const maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
+  const r = grammarToDfa(cfg, { maxDepth, maxStates: limits.maxGrammarStates, name: file });
+  const byteDfa = grammarByteDfa(r.dfa);
+  const span = cfg.rules[cfg.start]?.span ?? { file, line: 1, col: 1, offset: 0, end: 0 };
+  const name = file.replace(/^.*[\\/]/, "").replace(/\.[^.]*$/, "") || "grammar";
+  const ir: SpecIR = { name, file, states: [], behavior: { op: "or", args: [], span }, constraints: [] };
+  const stateDfa = { nStates: 1, nSyms: 0, initial: 0, accepting: [true], delta: new Int32Array(0) };
+  return {
+    ir, nfa: { nStates: 1, initial: 0, accepting: [0], edges: [] }, stateDfa, minStateDfa: stateDfa,
+    rawByteDfa: () => byteDfa, byteDfa,
+    grammar: { cfg, maxDepth, depthLimited: r.depthLimited, rawStates: r.rawStates },
+  };
 }

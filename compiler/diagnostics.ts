@@ -27,6 +27,7 @@ export const Codes = {
   E0210: "malformed content constraint",
   E0211: "malformed constraint",
   E0212: "env-input marker inside another marker",
+  E0213: "cannot read grammar file",
   E0301: "unknown operator",
   E0302: "wrong number of arguments",
   E0303: "undefined state",

@@ -10,6 +10,8 @@
  * order they are declared; that number is the alphabet of the state-level automata.
  */
 
+import type { Cfg } from "./grammar/cfg.js";
+
 /** A source region. `line` and `col` are 1-based; `offset`/`end` are UTF-16 indices into the text. */
 export interface Span {
   file: string;
@@ -23,7 +25,22 @@ export interface Span {
 export type ContentIR =
   | { kind: "any" }
   /** One of the strings, with whitespace allowed around it (seeds' `:output-constrs`). */
-  | { kind: "oneOf"; options: string[]; span: Span };
+  | { kind: "oneOf"; options: string[]; span: Span }
+  /**
+   * A sentence of a context-free grammar, with whitespace allowed around it (`:grammar` /
+   * `:grammar-text`). Compiled by bounded-stack expansion (grammar/regular.ts): exact up to
+   * `maxDepth` nested recursive calls (the spec's `:max-depth`, else the compile option).
+   */
+  | { kind: "grammar"; cfg: Cfg; source: GrammarSource; maxDepth?: number; span: Span };
+
+/** Where a state's grammar came from: a file (path as resolved from the spec's folder) or inline text. */
+export interface GrammarSource {
+  /** The grammar file, or the spec file for `:grammar-text`. */
+  file: string;
+  inline: boolean;
+  /** The start rule ("root" unless given). */
+  start: string;
+}
 
 export interface StateIR {
   id: number;

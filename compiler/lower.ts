@@ -2,20 +2,42 @@
  * @fileoverview S-expression AST → SpecIR. This is where the agent-spec language is defined:
  *
  *   (define NAME
- *     (:states (STATE (:text "marker") [(:flags :env-input)] [(:output-constrs "a" "b" ...)]) ...)
+ *     (:states (STATE (:text "marker") [(:flags :env-input)] [CONTENT]) ...)
  *     (:behavior FORMULA)
  *     [(:constraints (at-most N STATE) (at-least N STATE) (eventually STATE) ...)])
  *
  *   FORMULA = STATE | (next F ...) | (or F ...) | (until F F) | (until_N F F) | (until_M_N F F)
  *           | (always F)
  *
+ *   CONTENT = (:output-constrs "a" "b" ...)                     one of the strings
+ *           | (:grammar "file.gbnf" ["start"] [:max-depth N])   a sentence of a GBNF/EBNF grammar
+ *           | (:grammar-text "root ::= ..." ["start"] [:max-depth N])   … written inline
+ *   each with whitespace allowed around it. A grammar file's path is relative to the spec file's
+ *   folder; its diagnostics point into the grammar file (inline: into the spec, at the character).
+ *   :max-depth bounds the nesting of the grammar's recursion (grammar/regular.ts; default 8, or the
+ *   compile option --max-depth).
+ *
  * Every check that needs only the spec's text (names, markers, flags, arities) lives here and
  * reports all errors it finds, each with a span; checks that need the automaton (dead ends, empty
  * language) live in the automaton stages.
  */
+import { readFileSync } from "node:fs";
+import { dirname, isAbsolute, join } from "node:path";
 import { SpecError } from "./diagnostics.js";
+import { decodeSource } from "./frontend/parse.js";
+import { parseGrammar } from "./grammar/index.js";
 import type { Behavior, ConstraintIR, ContentIR, Span, SpecIR, StateIR } from "./ir.js";
 import type { SExpr } from "./frontend/parse.js";
+
+/** Largest :max-depth accepted (the states grow with the depth; real limits come from maxGrammarStates). */
+export const MAX_GRAMMAR_DEPTH = 64;
+
+export interface LowerOptions {
+  /** Reads a grammar file (default: node:fs); throw to report it unreadable. */
+  readFile?: (path: string) => Uint8Array;
+  /** Receives the text of every grammar file read, so diagnostics can quote it. */
+  sources?: Map<string, string>;
+}
 
 /** Largest N accepted in `until_N` / `at-most N` (bounded-loop expansion is linear in N). */
 export const MAX_LOOP_BOUND = 64;
@@ -26,7 +48,7 @@ const OPERATORS = ["next", "or", "until", "always"];
 type Atom = Extract<SExpr, { kind: "atom" }>;
 type List = Extract<SExpr, { kind: "list" }>;
 
-export function lower(forms: SExpr[], file: string): SpecIR {
+export function lower(forms: SExpr[], file: string, opts: LowerOptions = {}): SpecIR {
   const errors: SpecError[] = [];
   const fail = (e: SpecError) => { errors.push(e); };
   const first = forms[0]!;
@@ -64,7 +86,7 @@ export function lower(forms: SExpr[], file: string): SpecIR {
   const byName = new Map<string, StateIR>();
   const byMarker = new Map<string, StateIR>();
   for (const sf of statesForm.items.slice(1)) {
-    const st = lowerState(sf, states.length, fail);
+    const st = lowerState(sf, states.length, fail, { ...opts, file });
     if (!st) continue;
     const dup = byName.get(st.name);
     if (dup) {
@@ -114,7 +136,7 @@ function withMore(e: SpecError, more: SpecError[]): SpecError {
   return e;
 }
 
-function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void): StateIR | undefined {
+function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void, ctx: LowerOptions & { file: string }): StateIR | undefined {
   if (!isList(sf) || !sf.items[0] || sf.items[0].kind !== "atom" || sf.items[0].type !== "symbol") {
     fail(new SpecError("E0203", "expected a state: (NAME (:text \"marker\") ...)", sf.span,
       isList(sf) && sf.items[0]?.kind === "atom" && sf.items[0].type === "keyword"
@@ -127,6 +149,7 @@ function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void): StateI
   let markerSpan: Span | undefined;
   let env = false;
   let content: ContentIR = { kind: "any" };
+  let contentProp: SExpr | undefined;
   for (const prop of sf.items.slice(1)) {
     const key = isList(prop) && prop.items[0]?.kind === "atom" ? (prop.items[0] as Atom).value : undefined;
     const args = isList(prop) ? prop.items.slice(1) : [];
@@ -150,7 +173,15 @@ function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void): StateI
         else fail(new SpecError("E0207", `unknown flag ${f.kind === "atom" ? f.value : "(...)"}`, f.span,
           suggest(f.kind === "atom" ? f.value : "", KNOWN_FLAGS) ?? "the known flag is :env-input"));
       }
+    } else if ((key === ":output-constrs" || key === ":grammar" || key === ":grammar-text") && contentProp) {
+      fail(new SpecError("E0210", `state ${nameAtom.value} has a second content constraint`, prop.span,
+        "a state's content has one constraint: (:output-constrs ...), (:grammar ...) or (:grammar-text ...)"));
+    } else if (key === ":grammar" || key === ":grammar-text") {
+      contentProp = prop;
+      const g = lowerGrammarContent(key, prop as List, args, ctx, fail);
+      if (g) content = g;
     } else if (key === ":output-constrs") {
+      contentProp = prop;
       const options: string[] = [];
       for (const a of args) {
         if (a.kind !== "atom" || a.type !== "string" || a.value.trim() === "") {
@@ -161,7 +192,7 @@ function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void): StateI
       content = { kind: "oneOf", options: [...new Set(options)], span: prop.span };
     } else {
       fail(new SpecError("E0203", `unknown state property ${key ?? "(...)"}`, prop.span,
-        suggest(key ?? "", [":text", ":flags", ":output-constrs"]) ?? "known properties: :text, :flags, :output-constrs"));
+        suggest(key ?? "", [":text", ":flags", ":output-constrs", ":grammar", ":grammar-text"]) ?? "known properties: :text, :flags, :output-constrs, :grammar, :grammar-text"));
     }
   }
   if (marker === undefined) {
@@ -169,6 +200,96 @@ function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void): StateI
     return undefined;
   }
   return { id, name: nameAtom.value, marker, env, content, span: nameAtom.span, markerSpan };
+}
+
+/**
+ * (:grammar "file" ["start"] [:max-depth N]) or (:grammar-text "text" ["start"] [:max-depth N]).
+ * Grammar diagnostics keep their own positions: in the grammar file, or (inline) mapped back to the
+ * character of the spec's string literal they are about.
+ */
+function lowerGrammarContent(key: string, prop: List, args: SExpr[], ctx: LowerOptions & { file: string }, fail: (e: SpecError) => void): ContentIR | undefined {
+  const usage = key === ":grammar" ? '(:grammar "grammars/json.gbnf" ["root"] [:max-depth 8])' : '(:grammar-text "root ::= [0-9]+" ["root"] [:max-depth 8])';
+  const src = args[0];
+  if (!src || src.kind !== "atom" || src.type !== "string" || src.value.trim() === "") {
+    fail(new SpecError("E0210", `(${key} ...) takes a ${key === ":grammar" ? "grammar file name" : "grammar"} as a non-empty string`, (src ?? prop).span, usage));
+    return undefined;
+  }
+  let start = "root";
+  let maxDepth: number | undefined;
+  let ok = true;
+  for (let i = 1; i < args.length; i++) {
+    const a = args[i]!;
+    if (i === 1 && a.kind === "atom" && a.type === "string") { start = a.value; continue; }
+    if (a.kind === "atom" && a.type === "keyword" && a.value === ":max-depth") {
+      const n = args[i + 1];
+      if (!n || n.kind !== "atom" || n.type !== "symbol" || !/^\d+$/.test(n.value) || Number(n.value) > MAX_GRAMMAR_DEPTH) {
+        fail(new SpecError("E0210", `:max-depth takes a whole number from 0 to ${MAX_GRAMMAR_DEPTH}`, (n ?? a).span, usage));
+        ok = false;
+      } else maxDepth = Number(n.value);
+      i++;
+      continue;
+    }
+    fail(new SpecError("E0210", `unexpected ${a.kind === "atom" ? a.value : "(...)"} in (${key} ...)`, a.span, usage));
+    ok = false;
+  }
+  let text: string;
+  let gfile: string;
+  const inline = key === ":grammar-text";
+  if (inline) {
+    text = src.value;
+    gfile = ctx.file;
+  } else {
+    gfile = isAbsolute(src.value) ? src.value : join(dirname(ctx.file), src.value);
+    let bytes: Uint8Array;
+    try {
+      bytes = (ctx.readFile ?? ((p: string) => readFileSync(p)))(gfile);
+    } catch (e) {
+      const why = (e as { code?: string }).code === "ENOENT" ? "no such file" : (e as { code?: string }).code === "EISDIR" ? "is a directory" : (e as Error).message;
+      fail(new SpecError("E0213", `cannot read grammar file ${gfile}: ${why}`, src.span,
+        `the path is relative to the spec file's folder (${dirname(ctx.file)}); or write the grammar inline with (:grammar-text "...")`));
+      return undefined;
+    }
+    try {
+      text = decodeSource(gfile, bytes);
+    } catch (e) {
+      if (e instanceof SpecError) { fail(e); return undefined; }
+      throw e;
+    }
+    ctx.sources?.set(gfile, text);
+  }
+  let cfg;
+  try {
+    cfg = parseGrammar(text, gfile, { start });
+  } catch (e) {
+    if (!(e instanceof SpecError)) throw e;
+    for (const err of [e, ...((e as SpecError & { more?: SpecError[] }).more ?? [])]) {
+      if (inline) remapInline(err, src);
+      fail(err);
+    }
+    delete (e as SpecError & { more?: SpecError[] }).more;
+    return undefined;
+  }
+  if (inline) for (const w of cfg.warnings) remapInline(w, src);
+  if (!ok) return undefined;
+  return { kind: "grammar", cfg, source: { file: gfile, inline, start }, maxDepth, span: prop.span };
+}
+
+/** Points a diagnostic about inline grammar text at the character of the spec's string literal. */
+function remapInline(e: SpecError, atom: Atom): void {
+  const s = e.span;
+  if (!s || atom.raw === undefined) return;
+  // map[i] = index in the literal's body (between the quotes) of the value's character i.
+  const body = atom.raw.slice(1, -1);
+  const map: number[] = [];
+  for (let j = 0; j < body.length; j++) {
+    map.push(j);
+    if (body[j] === "\\") j++;
+  }
+  map.push(body.length);
+  const at = (o: number) => map[Math.max(0, Math.min(o, map.length - 1))]!;
+  const offset = atom.span.offset + 1 + at(s.offset);
+  const end = atom.span.offset + 1 + at(s.end);
+  (e as { span: Span }).span = { file: atom.span.file, line: atom.span.line, col: atom.span.col + (offset - atom.span.offset), offset, end: Math.max(end, offset) };
 }
 
 function lowerFormula(f: SExpr, byName: Map<string, StateIR>, used: Set<number>, fail: (e: SpecError) => void): Behavior {

@@ -12,11 +12,16 @@
  * states are told apart by an iteration hint ("thought ·2").
  *
  * `byteDot` draws the byte-level automaton for debugging; it refuses graphs too large to read.
+ * `ruleDot` draws a standalone grammar's "state diagram": its rule graph (which rule uses which),
+ * with the recursion cuts that count against the nesting depth (grammar/regular.ts) in red.
  *
  * All output is deterministic: nodes are discovered breadth-first with symbols in ascending order,
  * ids depend only on automaton numbers, and edges are emitted in sorted order.
  */
+import { callGraph } from "./grammar/regular.js";
+import type { Cfg } from "./grammar/cfg.js";
 import { ByteFlag, type ByteDfa, type SpecIR, type StateDfa } from "./ir.js";
+import type { Engine } from "./trace.js";
 
 // ───────────────────────────── escaping ─────────────────────────────
 
@@ -105,6 +110,10 @@ export function stateDot(ir: SpecIR, dfa: StateDfa): string {
     if (st.content.kind === "oneOf") {
       const opts = st.content.options.map((o) => htmlText(o)).join(" | ");
       label += `<BR/><FONT POINT-SIZE="9" COLOR="#555555"><I>${opts}</I></FONT>`;
+    } else if (st.content.kind === "grammar") {
+      const src = st.content.source;
+      const what = src.inline ? "inline grammar" : `grammar ${src.file.replace(/^.*[\\/]/, "")}`;
+      label += `<BR/><FONT POINT-SIZE="9" COLOR="#555555"><I>${htmlText(src.start === "root" ? what : `${what}, ${src.start}`)}</I></FONT>`;
     }
     const attrs = [`label=<${label}>`];
     if (st.env) attrs.push(`style="rounded,dashed,filled"`, `fillcolor="#eef3fb"`, `color="#3a5a8c"`, `tooltip="env-input"`);
@@ -229,6 +238,51 @@ export function byteDot(ir: SpecIR, d: ByteDfa, opts: ByteDotOptions = {}): stri
     }
     const e = d.envNext[s]!;
     if (e >= 0) lines.push(`  b${s} -> b${e} [label="env", style=dashed, color="#3a5a8c", fontcolor="#3a5a8c"];`);
+  }
+  lines.push("}");
+  return lines.join("\n") + "\n";
+}
+
+/** The bytes allowed after `state` as a compact label, and whether the text may end there. */
+export function allowedBytesLabel(engine: Engine, state: number): string {
+  const ok: number[] = [];
+  for (let b = 0; b < 256; b++) if (engine.feed(state, Uint8Array.of(b)) >= 0) ok.push(b);
+  const end = (engine.flags(state) & ByteFlag.Accepting) !== 0;
+  if (ok.length === 0) return end ? "the end of the text" : "nothing";
+  return byteSetLabel(ok) + (end ? " or the end of the text" : "");
+}
+
+// ─────────────────────────── grammar rule graph ───────────────────────────
+
+/**
+ * A grammar's rule graph: one node per rule the author wrote (helpers made for `*`, `( … )`,
+ * classes are folded into the rule they belong to), an arrow A → B when A uses B. Red, bold arrows
+ * are the recursion cuts: each pending one counts 1 toward the nesting depth (--max-depth).
+ */
+export function ruleDot(cfg: Cfg, title: string): string {
+  const owner = (r: number) => cfg.rules[r]!.owner;
+  const { sites } = callGraph(cfg);
+  const edges = new Map<string, { from: number; to: number; cut: boolean }>();
+  for (const s of sites) {
+    const from = owner(s.from);
+    const to = owner(s.to);
+    if (from === to && !s.cut && cfg.rules[s.to]!.origin !== "user") continue; // into the rule's own helpers
+    const k = `${from}>${to}`;
+    const e = edges.get(k);
+    if (e) e.cut ||= s.cut;
+    else edges.set(k, { from, to, cut: s.cut });
+  }
+  const users = cfg.rules.map((r, i) => i).filter((i) => owner(i) === i);
+  const order = [...users].sort((a, b) => (a === cfg.start ? -1 : b === cfg.start ? 1 : a - b));
+  const lines = header(`${title} (rules)`, [
+    `  labelloc=t; label=${dotString(`${title}: rule graph (red: recursion that counts toward --max-depth)`)}; fontsize=14;`,
+    `  start [shape=point, width=0.14, label="", tooltip="start"];`,
+  ]);
+  for (const r of order) lines.push(`  r${r} [label=${dotString(cfg.rules[r]!.name)}];`);
+  lines.push(`  start -> r${cfg.start};`);
+  const sorted = [...edges.values()].sort((a, b) => a.from - b.from || a.to - b.to);
+  for (const e of sorted) {
+    lines.push(`  r${e.from} -> r${e.to}${e.cut ? ` [color="#c0392b", penwidth=2, tooltip="nested: counts toward the nesting depth"]` : ""};`);
   }
   lines.push("}");
   return lines.join("\n") + "\n";

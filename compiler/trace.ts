@@ -42,6 +42,8 @@ export type Verdict =
   | {
       verdict: "violation"; segment: number; offset: number; specState: number; expected: number[];
       reason: "text" | "env-not-expected";
+      /** The automaton state the run was in when the text was refused. */
+      state: number;
     };
 
 /** Parses and validates a trace file's JSON. Throws SpecError E0601 with a precise message. */
@@ -86,7 +88,7 @@ export function runTrace(engine: Engine, trace: Trace, markers: string[]): Verdi
     if (seg.by === "env") {
       const t = engine.env(s);
       if (t < 0) {
-        return { verdict: "violation", segment: i, offset: 0, specState: engine.specState(s), expected: engine.nextMarkers(s), reason: "env-not-expected" };
+        return { verdict: "violation", segment: i, offset: 0, specState: engine.specState(s), expected: engine.nextMarkers(s), reason: "env-not-expected", state: s };
       }
       s = t;
       started = true;
@@ -107,7 +109,7 @@ export function runTrace(engine: Engine, trace: Trace, markers: string[]): Verdi
       const byteIdx = -t - 1;
       const offset = skipped + new TextDecoder().decode(bytes.subarray(0, byteIdx)).length;
       const at = byteIdx > 0 ? engine.feed(s, bytes.subarray(0, byteIdx)) : s;
-      return { verdict: "violation", segment: i, offset, specState: engine.specState(at), expected: engine.nextMarkers(at), reason: "text" };
+      return { verdict: "violation", segment: i, offset, specState: engine.specState(at), expected: engine.nextMarkers(at), reason: "text", state: at };
     }
     s = t;
   }

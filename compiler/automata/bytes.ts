@@ -17,7 +17,7 @@
  */
 import { SpecError, SpecLimitError } from "../diagnostics.js";
 import { ByteFlag, type ByteDfa, type SpecIR, type StateDfa } from "../ir.js";
-import { contentDfa, wsContent, type ContentDfa } from "./content.js";
+import { contentDfa, wsContent, type ContentDfa, type ContentOptions } from "./content.js";
 import { liveness, minimize } from "./minimize.js";
 
 export const DEFAULT_MAX_BYTE_STATES = 60_000;
@@ -82,24 +82,26 @@ function scanUncached(sc: MarkerScanner, buf: string, final: boolean): { events:
   }
 }
 
-export interface ByteAutomatonOptions { maxStates?: number }
+export interface ByteAutomatonOptions extends ContentOptions { maxStates?: number }
 
 export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptions = {}): ByteDfa {
   const maxStates = opts.maxStates ?? DEFAULT_MAX_BYTE_STATES;
   const sc = markerScanner(ir);
-  const contents = ir.states.map((s) => contentDfa(s.content));
+  const contents = ir.states.map((s) => contentDfa(s.content, opts));
   const contentOf = (t: Tuple): ContentDfa => (t.s < 0 || t.phase === Phase.AfterEnv ? wsContent : contents[t.s]!);
   const nSyms = dfa.nSyms;
 
-  // Byte classes: bytes of markers and content literals are significant one by one.
+  // Byte classes: bytes of markers and content literals are significant one by one; content DFAs
+  // with a partition of their own (grammars) refine the rest.
   const sig = new Set<number>();
   for (const m of sc.markers) for (let i = 0; i < m.length; i++) sig.add(m.charCodeAt(i));
   for (const c of [wsContent, ...contents]) for (const b of c.significant) sig.add(b);
+  const partitions = [...new Set(contents.flatMap((c) => (c.classOf ? [c.classOf] : [])))];
   const classMap = new Uint8Array(256);
   const reps: number[] = [];
   const classOfKey = new Map<string, number>();
   for (let b = 0; b < 256; b++) {
-    const key = sig.has(b) ? `b${b}` : "other";
+    const key = sig.has(b) ? `b${b}` : `o${partitions.map((p) => p[b]).join(",")}`;
     let c = classOfKey.get(key);
     if (c === undefined) { c = reps.length; classOfKey.set(key, c); reps.push(b); }
     classMap[b] = c;
@@ -126,8 +128,17 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
       }
     }
     if (phase === Phase.Yield && rest !== "") return null;
+    if (rest !== "" && s >= 0) {
+      // The pending text either completes a marker here (the content must be complete) or its
+      // first byte turns out to be content: otherwise this tuple is a dead end, drop it now.
+      const cd = phase === Phase.AfterEnv ? wsContent : contents[s]!;
+      if (!cd.accepting(c) && cd.step(c, rest.charCodeAt(0)) < 0) return null;
+    }
     return { q, s, phase, c, r: rest };
   };
+  // Bytes that can neither start nor complete a marker: with nothing pending they are content.
+  const markerByte = new Uint8Array(256);
+  for (const m of sc.markers) if (m.length) markerByte[m.charCodeAt(0)] = 1;
   const isAccepting = (t: Tuple): boolean => {
     if (t.phase === Phase.Yield) return dfa.accepting[t.q]!;
     const { events, rest } = scan(sc, t.r, true);
@@ -136,28 +147,62 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
   };
 
   const tuples: Tuple[] = [];
-  const ids = new Map<string, number>();
   const trans: number[] = [];
   const envNext: number[] = [];
+  // Tuples are interned by a number: (residual, q, s, phase) packed into a context, times the
+  // content state. Residuals (pending marker prefixes) are numbered as they appear.
+  const rIds = new Map<string, number>([["", 0]]);
+  const ridOf = (r: string): number => {
+    let id = rIds.get(r);
+    if (id === undefined) { id = rIds.size; rIds.set(r, id); }
+    return id;
+  };
+  const nResiduals = sc.alive.size + 1;
+  const C_MAX = 2 ** 21;
+  const nSpec1 = ir.states.length + 1;
+  if (nResiduals * dfa.nStates * nSpec1 * 3 * C_MAX > Number.MAX_SAFE_INTEGER) {
+    throw new SpecLimitError("maxByteStates", nResiduals * dfa.nStates * nSpec1 * 3, Math.floor(Number.MAX_SAFE_INTEGER / C_MAX));
+  }
+  const ids = new Map<number, number>();
+  const tupleRid: number[] = [];
   const intern = (t: Tuple): number => {
-    const k = `${t.q}|${t.s}|${t.phase}|${t.c}|${t.r}`;
+    if (t.c >= C_MAX) throw new SpecLimitError("contentStates", t.c + 1, C_MAX);
+    const rid = ridOf(t.r);
+    const k = (((rid * dfa.nStates + t.q) * nSpec1 + t.s + 1) * 3 + t.phase) * C_MAX + t.c;
     let id = ids.get(k);
     if (id === undefined) {
-      if (tuples.length >= maxStates) throw new SpecLimitError("maxByteStates", tuples.length + 1, maxStates);
+      if (tuples.length >= maxStates) throw byteLimit(ir, tuples.length + 1, maxStates);
       id = tuples.length;
       ids.set(k, id);
       tuples.push(t);
+      tupleRid.push(rid);
     }
     return id;
+  };
+  /** scan(residual + byte) by residual id and byte. */
+  const stepMemo = new Map<number, { events: ScanEvent[]; rest: string }>();
+  const scanStep = (rid: number, r: string, b: number) => {
+    const key = rid * 256 + b;
+    let hit = stepMemo.get(key);
+    if (!hit) { hit = scan(sc, r + String.fromCharCode(b), false); stepMemo.set(key, hit); }
+    return hit;
   };
   intern({ q: dfa.initial, s: -1, phase: Phase.Llm, c: wsContent.start, r: "" });
   for (let i = 0; i < tuples.length; i++) {
     const t = tuples[i]!;
+    const cd = t.s < 0 || t.phase === Phase.AfterEnv ? wsContent : contents[t.s]!;
     for (let k = 0; k < nClasses; k++) {
       let next: Tuple | null = null;
       if (t.phase !== Phase.Yield) {
-        const { events, rest } = scan(sc, t.r + String.fromCharCode(reps[k]!), false);
-        next = apply(t, events, rest);
+        const b = reps[k]!;
+        if (t.r === "" && !markerByte[b]) {
+          // Nothing pending and no marker can start: the byte is content.
+          const c = cd.step(t.c, b);
+          next = c < 0 ? null : { q: t.q, s: t.s, phase: t.phase, c, r: "" };
+        } else {
+          const { events, rest } = scanStep(tupleRid[i]!, t.r, b);
+          next = apply(t, events, rest);
+        }
       }
       trans[i * nClasses + k] = next ? intern(next) : -1;
     }
@@ -177,7 +222,8 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
   for (const st of ir.states) {
     if (!entered.has(st.id)) {
       throw new SpecError("E0403", `state ${st.name} can never be completed: no conforming text passes through it`, st.span,
-        st.content.kind === "oneOf" ? "its content constraint can never be satisfied (does an option contain a marker?)" : undefined);
+        st.content.kind === "oneOf" ? "its content constraint can never be satisfied (does an option contain a marker?)"
+          : st.content.kind === "grammar" ? "no sentence of its grammar (within the nesting depth) avoids every marker text" : undefined);
     }
   }
   const newId = new Int32Array(n).fill(-1);
@@ -204,6 +250,17 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
     out.nextMarkers[id] = nm;
   }
   return out;
+}
+
+/** The byte-state limit; with grammar content (the usual cause) it points at the grammar and its depth. */
+function byteLimit(ir: SpecIR, value: number, max: number): SpecLimitError {
+  const g = ir.states.find((s) => s.content.kind === "grammar");
+  const e = new SpecLimitError("maxByteStates", value, max, g ? g.content.kind === "grammar" ? g.content.span : null : null);
+  if (g) {
+    (e as { hint?: string }).hint = `grammar content multiplies the byte states: lower the nesting depth of ${g.name}'s grammar ` +
+      "(:max-depth N in its (:grammar ...), or --max-depth N), or raise the limit (option maxByteStates)";
+  }
+  return e;
 }
 
 /** Minimizes a byte DFA; states keep their outputs (flags, spec state, valid next markers). */

@@ -1,10 +1,15 @@
 /**
  * @fileoverview Content constraints as small byte DFAs: what the text between a state's marker and
  * the next marker may be. `any` (free text), `ws` (only whitespace: before the first marker and
- * right after an environment's text) and `oneOf` (seeds' :output-constrs — one of the strings with
- * whitespace around it). Each is a `ContentDfa` so the byte-level product treats them alike.
+ * right after an environment's text), `oneOf` (seeds' :output-constrs — one of the strings with
+ * whitespace around it) and `grammar` (:grammar / :grammar-text — a sentence of a context-free
+ * grammar with whitespace around it, compiled to a DFA by grammar/regular.ts). Each is a
+ * `ContentDfa` so the byte-level product treats them alike.
  */
-import type { ContentIR } from "../ir.js";
+import { DEFAULT_MAX_DEPTH, grammarToDfa, withSurroundingWhitespace, type GrammarDfa } from "../grammar/regular.js";
+import type { Cfg } from "../grammar/cfg.js";
+import { SpecError } from "../diagnostics.js";
+import type { ContentIR, Span } from "../ir.js";
 
 export interface ContentDfa {
   start: number;
@@ -13,6 +18,11 @@ export interface ContentDfa {
   accepting(state: number): boolean;
   /** Bytes the DFA tells apart from others (used to compute byte classes). */
   significant: number[];
+  /**
+   * Optional partition of the bytes: bytes with different values here may behave differently
+   * (for DFAs that tell many bytes apart, e.g. a grammar's; `significant` singles bytes out).
+   */
+  classOf?: Uint8Array;
 }
 
 export const WS_BYTES = [0x20, 0x09, 0x0a, 0x0d];
@@ -81,6 +91,53 @@ export function oneOfContent(options: string[]): ContentDfa {
   };
 }
 
-export function contentDfa(c: ContentIR): ContentDfa {
-  return c.kind === "any" ? anyContent : oneOfContent(c.options);
+/** Options of the grammar → DFA expansion (compile limits). */
+export interface ContentOptions {
+  /** Nesting depth for grammars whose state gives no :max-depth (default 8). */
+  maxDepth?: number;
+  /** Subset-state limit of one grammar's expansion. */
+  maxGrammarStates?: number;
+}
+
+/** Grammar DFAs (ws* sentence ws*) per Cfg and depth: the byte product is built more than once. */
+const grammarCache = new WeakMap<Cfg, Map<string, GrammarDfa>>();
+
+export function grammarContentDfa(c: Extract<ContentIR, { kind: "grammar" }>, opts: ContentOptions = {}): GrammarDfa {
+  const maxDepth = c.maxDepth ?? opts.maxDepth ?? DEFAULT_MAX_DEPTH;
+  const key = `${maxDepth}|${opts.maxGrammarStates ?? ""}`;
+  let byKey = grammarCache.get(c.cfg);
+  if (!byKey) grammarCache.set(c.cfg, (byKey = new Map()));
+  let d = byKey.get(key);
+  if (!d) {
+    const name = c.source.inline ? `(inline, in ${c.source.file})` : c.source.file;
+    try {
+      d = withSurroundingWhitespace(grammarToDfa(c.cfg, { maxDepth, maxStates: opts.maxGrammarStates, name }).dfa);
+    } catch (e) {
+      // Limits and an empty language at this depth are about the state's (:grammar ...): point there.
+      if (e instanceof SpecError) (e as { span: Span | null }).span = c.span;
+      throw e;
+    }
+    byKey.set(key, d);
+  }
+  return d;
+}
+
+/** A table-driven DFA as a ContentDfa. */
+export function tableContent(d: GrammarDfa): ContentDfa {
+  const { trans, classMap, nClasses, accepting } = d;
+  return {
+    start: d.initial,
+    step: (s, b) => trans[s * nClasses + classMap[b]!]!,
+    accepting: (s) => accepting[s] === 1,
+    significant: [],
+    classOf: classMap,
+  };
+}
+
+export function contentDfa(c: ContentIR, opts: ContentOptions = {}): ContentDfa {
+  switch (c.kind) {
+    case "any": return anyContent;
+    case "oneOf": return oneOfContent(c.options);
+    case "grammar": return tableContent(grammarContentDfa(c, opts));
+  }
 }

@@ -15,7 +15,8 @@ const compiled = require("./sexpr.generated.cjs") as nearley.CompiledRules;
 
 export type SExpr =
   | { kind: "list"; items: SExpr[]; span: Span; openSpan: Span }
-  | { kind: "atom"; type: "string" | "keyword" | "symbol"; value: string; span: Span };
+  /** `raw`: a string's source text, quotes and escapes included (to map offsets inside it back to the file). */
+  | { kind: "atom"; type: "string" | "keyword" | "symbol"; value: string; span: Span; raw?: string };
 
 interface RawList { kind: "list"; items: RawNode[]; open: Token; close: Token }
 interface RawAtom { kind: "atom"; type: "string" | "keyword" | "symbol"; token: Token }
@@ -68,7 +69,7 @@ export function parseSExprs(file: string, text: string): SExpr[] {
     if (n.kind === "atom") {
       const span = tokenSpan(file, text, n.token);
       const value = n.type === "string" ? unescape(n.token.text, span) : n.token.text;
-      return { kind: "atom", type: n.type, value, span };
+      return n.type === "string" ? { kind: "atom", type: n.type, value, span, raw: n.token.text } : { kind: "atom", type: n.type, value, span };
     }
     const openSpan = tokenSpan(file, text, n.open);
     const span: Span = { ...openSpan, end: n.close.offset + 1 };

@@ -8,6 +8,8 @@
  * for each file should equal (modulo spans) the IR built here.
  */
 
+import { readFileSync } from "node:fs";
+import { parseGrammar } from "../../compiler/grammar/index.js";
 import type { Behavior, ConstraintIR, ContentIR, SpecIR, Span, StateIR } from "../../compiler/ir.js";
 
 /** [name, marker, env?, options of :output-constrs?] */
@@ -153,8 +155,42 @@ const REACT_ZH: StateDef[] = [
 const build = (file: string, name: string, states: StateDef[], behavior: string, constraints?: string[]) =>
   makeSpec(states, behavior, { name, file, ...(constraints ? { constraints } : {}) });
 
+/** Gives state `name` of `ir` a grammar content (parsed by the grammar front end from `file`). */
+function withGrammar(ir: SpecIR, name: string, file: string, maxDepth?: number): SpecIR {
+  const text = readFileSync(file, "utf8");
+  const cfg = parseGrammar(text, file);
+  const span = { file, line: 1, col: 1, offset: 0, end: 0 };
+  for (const st of ir.states) {
+    if (st.name === name) st.content = { kind: "grammar", cfg, source: { file, inline: false, start: "root" }, ...(maxDepth ? { maxDepth } : {}), span } as SpecIR["states"][number]["content"];
+  }
+  return ir;
+}
+
 /** Every spec file of examples/, keyed by its path relative to the repository root. */
 export const EXAMPLE_SPECS: Record<string, SpecIR> = {
+  "examples/react-calculator.agent": withGrammar(build(
+    "examples/react-calculator.agent", "react-calculator-agent",
+    [
+      ["Thought", "Thought:"],
+      ["Action", "Action:", false, ["Calculator"]],
+      ["Action-Input", "Action Input:"],
+      ["Observation", "Observation:", true],
+      ["Final-Thought", "Final Thought:"],
+      ["Answer", "Answer:"],
+    ],
+    "(next (until (next Thought Action Action-Input Observation) Final-Thought) Answer)"),
+    "Action-Input", "examples/grammars/arithmetic.gbnf"),
+  "examples/tool-json.agent": withGrammar(build(
+    "examples/tool-json.agent", "tool-json-agent",
+    [
+      ["Thought", "Thought:"],
+      ["Action", "Action:", false, ["get_weather", "web_search", "send_email"]],
+      ["Action-Input", "Action Input:"],
+      ["Observation", "Observation:", true],
+      ["Final-Answer", "Final Answer:"],
+    ],
+    "(next (until (next Thought Action Action-Input Observation) Thought) Final-Answer)"),
+    "Action-Input", "examples/grammars/json.gbnf", 2),
   "examples/react.agent": build("examples/react.agent", "react-agent", REACT_COLON, REACT_COLON_BEHAVIOR),
   "examples/react-brackets.agent": build("examples/react-brackets.agent", "react-agent", REACT_BRACKETS, REACT_BRACKETS_BEHAVIOR),
   "examples/react-brackets-oneline.agent": build(

@@ -39,6 +39,7 @@
  *    Thought). Only text runs are scanned; a marker inside env text is not a marker.
  */
 
+import { recognize } from "../../compiler/grammar/index.js";
 import type { Behavior, ConstraintIR, ContentIR, SpecIR } from "../../compiler/ir.js";
 
 // ───────────────────────────────────────────── traces ─────────────────────────────────────────────
@@ -173,6 +174,10 @@ export function contentOk(content: ContentIR, text: string): boolean {
       return true;
     case "oneOf":
       return content.options.includes(trimWhitespace(text));
+    case "grammar":
+      // The Earley recognizer of compiler/grammar (no automaton): the trimmed content must be a
+      // sentence. It ignores the DFA's nesting bound, so cases must stay within it.
+      return recognize(content.cfg, new TextEncoder().encode(trimWhitespace(text)));
   }
 }
 

@@ -1,0 +1,581 @@
+/**
+ * @fileoverview A context-free grammar (cfg.ts) compiled into a byte-level DFA by BOUNDED-STACK
+ * expansion, so that grammar-constrained text runs on the same DFA runtime as agent specs.
+ *
+ * Why a DFA and not a pushdown automaton at run time. The runtime's masks depend only on the DFA
+ * state, so each is computed once (a trie walk on the first visit) and then served from a cache
+ * shared by all states with the same mask; a PDA's mask depends on the stack, so wherever it does
+ * it has to be recomputed (or looked up per stack) at run time, token after token. Measured on
+ * Llama 3 (128,256 tokens), Node 20, replaying transcripts token by token (the method of
+ * bench/mask.bench.ts; script and output in the report of this change):
+ *
+ *   content                                DFA states   warm fillMask     first visit   precompute
+ *                                                       p50 / p99         p50 / max     (distinct)
+ *   arithmetic in react-calculator.agent      221       0.22 / 0.60 µs    19 µs / 2 ms  123 ms (84)
+ *   JSON object in tool-json.agent (depth 2)  479       0.20 / 0.37 µs   1.2 ms / 2 ms  348 ms (126)
+ *   json.gbnf standalone (depth 8)          10,593      0.28 / 1.11 µs     9 µs / 10 ms 632 ms (121)
+ *
+ * i.e. ~100× under the 50 µs budget of DESIGN.md §5 for grammar content, the same warm cost as a
+ * plain agent spec. The price is that nesting is bounded, since a DFA cannot count. Size and build
+ * time of this expansion (subset states before → after trimming and minimization):
+ *
+ *   maxDepth            4                      8                        12
+ *   arithmetic.gbnf     41 → 25 states, <1 ms  73 → 45 states, ~5 ms    105 → 65 states, ~4 ms
+ *   json.gbnf           753 → 633, ~10 ms      12,513 → 10,593, ~240 ms 200,673 → 169,953, ~4.5 s
+ *   openagi.gbnf        107,513 → 23,891, 1 s  (over the 100,000-state limit)
+ *
+ * Arithmetic has one kind of nesting (parentheses), so it grows linearly; JSON remembers at every
+ * level whether it closes with } or ], so it doubles per level (2^N is the minimum for any DFA);
+ * OpenAGI's tools take one or two arguments of two types, so it grows ~4× per level. JSON at depth
+ * 12 no longer fits the runtime's tables (u16 state numbers), and inside an agent spec the content
+ * states are multiplied by the marker prefixes that may be pending inside strings: tool-json.agent
+ * has 479 byte states at depth 2, 1,679 at 4, 6,479 at 6, and exceeds maxByteStates at 8 — which is
+ * why a state can lower its own bound, (:grammar "json.gbnf" :max-depth 2).
+ *
+ * What is exact and what is not. A sentence's NESTING DEPTH is the largest number of pending
+ * *recursive* calls in its derivation (defined below). For every sentence of depth ≤ maxDepth
+ * (default 8) the DFA is exact: the sentence is accepted and every prefix of it is live. It is
+ * always SOUND: every string the DFA accepts is a sentence of the grammar, and every prefix it
+ * keeps alive (a mask offers) can still be completed into one. Deeper nesting is simply never
+ * offered by the masks; `depthLimited` says whether the bound cut anything.
+ *
+ * Which calls count. The grammar is read as a recursive transition network: a position is the
+ * rest of an alternative (a suffix of symbols; equal suffixes of different rules are one position,
+ * which keeps the stacks of `x*` helpers and the like identical), a configuration is (stack of
+ * return positions, position). A call in TAIL position (the last symbol of its alternative) pushes
+ * nothing: it is a jump. Since lowering turns `*`, `+` and `{m,}` into right-recursive helpers
+ * (`h ::= S h | ε`), repetition is a loop and unbounded — a list of 500 items needs no stack. Only a
+ * call followed by more symbols pushes a return position. Of those, only calls on RECURSION CUTS
+ * count against maxDepth; the others are bounded anyway, because every cycle of the call graph
+ * that contains a non-tail call contains a cut:
+ *   - a depth-first search of the call graph from the start rule closes each recursion with a back
+ *     edge; the cut of that cycle is its LAST non-tail call (the back edge itself when it is not a
+ *     tail call), i.e. the call that opens the nested construct: `expr` inside `"(" expr ")"`, a
+ *     JSON `value` inside an array or an object;
+ *   - then, while the call graph without the cuts still has a cycle through a non-tail call, the
+ *     non-tail call of that cycle into the rule discovered first is cut as well (a safety net for
+ *     recursion the depth-first search reaches through cross edges).
+ * So for `factor ::= "(" expr ")" | …` the depth is the parenthesis nesting, and for JSON it is the
+ * number of arrays and objects around the innermost value (`{"a": [1]}` has depth 2, `[]` depth 0).
+ * With maxDepth N the stack holds at most N cut frames and, between two of them, at most one frame
+ * per strongly connected component of the rest: the configurations are finite.
+ *
+ * Construction: byte classes from the boundaries of all byte sets (bytes in exactly the same sets
+ * share a class); subset construction over the classes with ε-closure through calls (push),
+ * tail calls (jump) and rule ends (pop; accept at the empty stack); states that cannot reach
+ * acceptance (e.g. after an opening bracket at depth N) are trimmed, so the DFA has no dead ends;
+ * then Hopcroft minimization (automata/minimize.ts) with canonical numbering, and classes with
+ * identical columns merged. Limit: `maxStates` subset states (default 100,000) → SpecLimitError
+ * `maxGrammarStates`, whose hint suggests a smaller --max-depth.
+ */
+import { SpecError, SpecLimitError } from "../diagnostics.js";
+import { liveness, minimize } from "../automata/minimize.js";
+import type { ByteSym, Cfg } from "./cfg.js";
+
+export const DEFAULT_MAX_DEPTH = 8;
+export const DEFAULT_MAX_GRAMMAR_STATES = 100_000;
+/** Configurations in all subset states together: a memory guard next to maxStates. */
+const MAX_CONFIGS = 20_000_000;
+
+export interface GrammarDfaOptions {
+  /** Most pending recursive calls (see the file overview); default 8. */
+  maxDepth?: number;
+  /** Most subset states built before minimization; default 100,000. */
+  maxStates?: number;
+  /** Names the grammar in limit errors (a file name). */
+  name?: string;
+}
+
+/** A byte DFA: `trans[s * nClasses + classMap[b]]` is the next state or -1. Every state is live. */
+export interface GrammarDfa {
+  nStates: number;
+  nClasses: number;
+  classMap: Uint8Array;
+  initial: number;
+  trans: Int32Array;
+  accepting: Uint8Array;
+}
+
+export interface GrammarDfaResult {
+  dfa: GrammarDfa;
+  /** True when some configuration needed more than maxDepth recursive calls (and was dropped). */
+  depthLimited: boolean;
+  maxDepth: number;
+  /** Subset states before trimming and minimization. */
+  rawStates: number;
+}
+
+/** A limit of the grammar → DFA expansion; the hint points at --max-depth. */
+export class GrammarLimitError extends SpecLimitError {
+  override readonly hint: string;
+  constructor(limit: string, value: number, max: number, maxDepth: number, name?: string) {
+    super(limit, value, max, null);
+    this.name = "GrammarLimitError";
+    this.message = `limit exceeded: the DFA of grammar ${name ?? "(inline)"} at nesting depth ${maxDepth} would need more than ${max} ${limit === "maxGrammarStates" ? "states" : "configurations"} (${limit})`;
+    this.hint = `lower --max-depth (now ${maxDepth}; nested constructs multiply the states, e.g. JSON doubles them per level)` +
+      (limit === "maxGrammarStates" ? ", or raise --max-grammar-states" : "");
+  }
+}
+
+// ───────────────────────────── call graph and recursion cuts ─────────────────────────────
+
+/** One occurrence of a rule symbol in an alternative. */
+export interface CallSite {
+  from: number;
+  to: number;
+  alt: number;
+  dot: number;
+  /** The last symbol of its alternative: a jump, pushes nothing. */
+  tail: boolean;
+  /** A recursion cut: counts against maxDepth. */
+  cut: boolean;
+}
+
+/** The call sites of every rule, in grammar order, with the recursion cuts chosen (file overview). */
+export function callGraph(cfg: Cfg): { sites: CallSite[]; out: number[][] } {
+  const R = cfg.rules.length;
+  const sites: CallSite[] = [];
+  const out: number[][] = cfg.rules.map(() => []);
+  cfg.rules.forEach((r, from) => r.alts.forEach((alt, a) => alt.forEach((s, d) => {
+    if (s.kind !== "rule") return;
+    out[from]!.push(sites.length);
+    sites.push({ from, to: s.rule, alt: a, dot: d, tail: d === alt.length - 1, cut: false });
+  })));
+  // Depth-first search from the start rule (then any rule not reached, for completeness).
+  const disc = new Int32Array(R).fill(-1);
+  const onStack = new Uint8Array(R);
+  const parentSite = new Int32Array(R).fill(-1);
+  let counter = 0;
+  const roots = [cfg.start, ...Array.from({ length: R }, (_, i) => i)];
+  for (const root of roots) {
+    if (disc[root] !== -1) continue;
+    const work: { v: number; i: number }[] = [{ v: root, i: 0 }];
+    disc[root] = counter++;
+    onStack[root] = 1;
+    while (work.length) {
+      const top = work[work.length - 1]!;
+      const edges = out[top.v]!;
+      if (top.i >= edges.length) { onStack[top.v] = 0; work.pop(); continue; }
+      const e = edges[top.i++]!;
+      const site = sites[e]!;
+      const w = site.to;
+      if (disc[w] === -1) {
+        disc[w] = counter++;
+        onStack[w] = 1;
+        parentSite[w] = e;
+        work.push({ v: w, i: 0 });
+      } else if (onStack[w]) {
+        // Back edge: cut the cycle w → … → top.v → w at its last non-tail call.
+        if (!site.tail) { site.cut = true; continue; }
+        for (let u = top.v; u !== w; ) {
+          const pe = sites[parentSite[u]!]!;
+          if (!pe.tail) { pe.cut = true; break; }
+          u = pe.from;
+        }
+      }
+    }
+  }
+  // Safety net: no cycle through an uncut non-tail call may remain.
+  for (;;) {
+    const succ = (v: number) => out[v]!.filter((e) => !sites[e]!.cut).map((e) => sites[e]!.to);
+    const comps = stronglyConnected(R, succ);
+    const compOf = new Int32Array(R);
+    comps.forEach((c, i) => { for (const v of c) compOf[v] = i; });
+    let added = false;
+    for (const c of comps) {
+      let best = -1;
+      for (const v of c) {
+        for (const e of out[v]!) {
+          const s = sites[e]!;
+          if (s.cut || s.tail || compOf[s.to] !== compOf[v]) continue;
+          if (best < 0 || disc[s.to]! < disc[sites[best]!.to]!) best = e;
+        }
+      }
+      if (best >= 0) { sites[best]!.cut = true; added = true; }
+    }
+    if (!added) break;
+  }
+  return { sites, out };
+}
+
+/** Strongly connected components; iterative Tarjan. */
+function stronglyConnected(n: number, succ: (v: number) => number[]): number[][] {
+  const index = new Int32Array(n).fill(-1);
+  const low = new Int32Array(n);
+  const onStack = new Uint8Array(n);
+  const stack: number[] = [];
+  const comps: number[][] = [];
+  let counter = 0;
+  for (let root = 0; root < n; root++) {
+    if (index[root] !== -1) continue;
+    const work: { v: number; i: number; next: number[] }[] = [];
+    const visit = (v: number) => {
+      index[v] = low[v] = counter++;
+      stack.push(v);
+      onStack[v] = 1;
+      work.push({ v, i: 0, next: succ(v) });
+    };
+    visit(root);
+    while (work.length) {
+      const top = work[work.length - 1]!;
+      if (top.i < top.next.length) {
+        const w = top.next[top.i++]!;
+        if (index[w] === -1) visit(w);
+        else if (onStack[w]) low[top.v] = Math.min(low[top.v]!, index[w]!);
+        continue;
+      }
+      work.pop();
+      if (work.length) { const p = work[work.length - 1]!.v; low[p] = Math.min(low[p]!, low[top.v]!); }
+      if (low[top.v] === index[top.v]) {
+        const c: number[] = [];
+        let w: number;
+        do { w = stack.pop()!; onStack[w] = 0; c.push(w); } while (w !== top.v);
+        comps.push(c);
+      }
+    }
+  }
+  return comps;
+}
+
+// ───────────────────────────── the transition network ─────────────────────────────
+
+const END = 0;
+const K_END = 0;
+const K_BYTES = 1;
+const K_CALL = 2;
+
+interface Network {
+  /** Per position: kind, argument (byte-set id or rule), next position, cut flag. */
+  kind: number[];
+  arg: number[];
+  next: number[];
+  cut: number[];
+  /** Entry positions of each rule (one per distinct alternative). */
+  entries: number[][];
+  byteSets: ByteSym[];
+  /** Per byte: the byte sets that contain it. */
+}
+
+function buildNetwork(cfg: Cfg): Network {
+  const { sites, out } = callGraph(cfg);
+  const net: Network = { kind: [K_END], arg: [0], next: [0], cut: [0], entries: [], byteSets: [] };
+  const setIds = new Map<string, number>();
+  const posIds = new Map<string, number>();
+  const intern = (kind: number, arg: number, next: number, cut: number): number => {
+    const key = `${kind},${arg},${next},${cut}`;
+    let id = posIds.get(key);
+    if (id === undefined) {
+      id = net.kind.length;
+      posIds.set(key, id);
+      net.kind.push(kind); net.arg.push(arg); net.next.push(next); net.cut.push(cut);
+    }
+    return id;
+  };
+  cfg.rules.forEach((r, ri) => {
+    let k = 0;
+    const siteList = out[ri]!;
+    const entries = new Set<number>();
+    r.alts.forEach((alt, a) => {
+      // Cut flags of this alternative's calls, by dot.
+      const cuts = new Map<number, boolean>();
+      while (k < siteList.length && sites[siteList[k]!]!.alt === a) { const s = sites[siteList[k]!]!; cuts.set(s.dot, s.cut); k++; }
+      let p = END;
+      for (let d = alt.length - 1; d >= 0; d--) {
+        const s = alt[d]!;
+        if (s.kind === "rule") p = intern(K_CALL, s.rule, p, cuts.get(d) ? 1 : 0);
+        else {
+          if (s.ranges.length === 0) { p = -1; break; } // matches nothing: drop the alternative
+          const key = s.ranges.map(([lo, hi]) => `${lo}-${hi}`).join(",");
+          let id = setIds.get(key);
+          if (id === undefined) { id = net.byteSets.length; setIds.set(key, id); net.byteSets.push(s); }
+          p = intern(K_BYTES, id, p, 0);
+        }
+      }
+      if (p >= 0) entries.add(p);
+    });
+    net.entries.push([...entries]);
+  });
+  return net;
+}
+
+/** Byte classes: bytes contained in exactly the same byte sets share a class. */
+function byteClasses(sets: readonly ByteSym[]): { classMap: Uint8Array; nClasses: number; reps: number[] } {
+  const member: number[][] = Array.from({ length: 256 }, () => []);
+  sets.forEach((s, i) => { for (const [lo, hi] of s.ranges) for (let b = lo; b <= hi; b++) member[b]!.push(i); });
+  const classMap = new Uint8Array(256);
+  const ids = new Map<string, number>();
+  const reps: number[] = [];
+  for (let b = 0; b < 256; b++) {
+    const key = member[b]!.join(",");
+    let c = ids.get(key);
+    if (c === undefined) { c = reps.length; ids.set(key, c); reps.push(b); }
+    classMap[b] = c;
+  }
+  return { classMap, nClasses: reps.length, reps };
+}
+
+// ───────────────────────────── subset construction ─────────────────────────────
+
+export function grammarToDfa(cfg: Cfg, opts: GrammarDfaOptions = {}): GrammarDfaResult {
+  const maxDepth = opts.maxDepth ?? DEFAULT_MAX_DEPTH;
+  const maxStates = opts.maxStates ?? DEFAULT_MAX_GRAMMAR_STATES;
+  if (!Number.isInteger(maxDepth) || maxDepth < 0) throw new RangeError(`maxDepth must be an integer ≥ 0, not ${maxDepth}`);
+  const net = buildNetwork(cfg);
+  const P = net.kind.length;
+  const { classMap, nClasses, reps } = byteClasses(net.byteSets);
+  // posClass[p * nClasses + c]: the byte position p reads class c.
+  const posClass = new Uint8Array(P * nClasses);
+  for (let p = 0; p < P; p++) {
+    if (net.kind[p] !== K_BYTES) continue;
+    const s = net.byteSets[net.arg[p]!]!;
+    for (let c = 0; c < nClasses; c++) {
+      const b = reps[c]!;
+      if (s.ranges.some(([lo, hi]) => b >= lo && b <= hi)) posClass[p * nClasses + c] = 1;
+    }
+  }
+
+  // Stacks: interned (parent, return position, cut), stack 0 is empty.
+  const stParent: number[] = [0];
+  const stPos: number[] = [0];
+  const stDepth: number[] = [0];
+  const stIds = new Map<number, number>();
+  const push = (s: number, pos: number, cut: number): number => {
+    const key = (s * P + pos) * 2 + cut;
+    let id = stIds.get(key);
+    if (id === undefined) {
+      id = stParent.length;
+      stIds.set(key, id);
+      stParent.push(s); stPos.push(pos); stDepth.push(stDepth[s]! + cut);
+    }
+    return id;
+  };
+
+  let depthLimited = false;
+  /** ε-closure of one item (stack * P + position): its byte-position items and whether it accepts. */
+  const itemMemo = new Map<number, { kernel: number[]; accept: boolean }>();
+  const closeItem = (seed: number): { kernel: number[]; accept: boolean } => {
+    let hit = itemMemo.get(seed);
+    if (hit) return hit;
+    const seen = new Set<number>([seed]);
+    const work = [seed];
+    const kernel: number[] = [];
+    let accept = false;
+    while (work.length) {
+      const it = work.pop()!;
+      const pos = it % P;
+      const st = (it - pos) / P;
+      const kind = net.kind[pos]!;
+      const add = (x: number) => { if (!seen.has(x)) { seen.add(x); work.push(x); } };
+      if (kind === K_BYTES) kernel.push(it);
+      else if (kind === K_END) {
+        if (st === 0) accept = true;
+        else add(stParent[st]! * P + stPos[st]!);
+      } else {
+        const next = net.next[pos]!;
+        let ns = st;
+        if (next !== END) {
+          const cut = net.cut[pos]!;
+          if (cut && stDepth[st]! >= maxDepth) { depthLimited = true; continue; }
+          ns = push(st, next, cut);
+        }
+        for (const e of net.entries[net.arg[pos]!]!) add(ns * P + e);
+      }
+    }
+    kernel.sort((a, b) => a - b);
+    hit = { kernel, accept };
+    itemMemo.set(seed, hit);
+    return hit;
+  };
+
+  const kernels: number[][] = [];
+  const accepting: number[] = [];
+  const stateIds = new Map<string, number>();
+  const seedMemo = new Map<string, number>();
+  let configs = 0;
+  const stateOf = (seeds: number[]): number => {
+    const skey = seeds.join(",");
+    const memo = seedMemo.get(skey);
+    if (memo !== undefined) return memo;
+    let kernel: number[];
+    let accept = false;
+    if (seeds.length === 1) ({ kernel, accept } = closeItem(seeds[0]!));
+    else {
+      const all = new Set<number>();
+      for (const s of seeds) { const c = closeItem(s); accept ||= c.accept; for (const x of c.kernel) all.add(x); }
+      kernel = [...all].sort((a, b) => a - b);
+    }
+    let id: number;
+    if (kernel.length === 0 && !accept) id = -1;
+    else {
+      const key = (accept ? "A" : "") + kernel.join(",");
+      const known = stateIds.get(key);
+      if (known !== undefined) id = known;
+      else {
+        id = kernels.length;
+        if (id >= maxStates) throw new GrammarLimitError("maxGrammarStates", id + 1, maxStates, maxDepth, opts.name);
+        configs += kernel.length;
+        if (configs > MAX_CONFIGS) throw new GrammarLimitError("maxGrammarConfigs", configs, MAX_CONFIGS, maxDepth, opts.name);
+        stateIds.set(key, id);
+        kernels.push(kernel);
+        accepting.push(accept ? 1 : 0);
+      }
+    }
+    seedMemo.set(skey, id);
+    return id;
+  };
+
+  const trans: number[] = [];
+  const initial = stateOf(net.entries[cfg.start]!.map((e) => e));
+  if (initial < 0) return emptyLanguage(cfg, maxDepth);
+  let seedBuf = new Float64Array(64);
+  for (let s = 0; s < kernels.length; s++) {
+    const kernel = kernels[s]!;
+    if (kernel.length > seedBuf.length) seedBuf = new Float64Array(2 * kernel.length);
+    for (let c = 0; c < nClasses; c++) {
+      let n = 0;
+      for (const it of kernel) {
+        const pos = it % P;
+        if (posClass[pos * nClasses + c]) seedBuf[n++] = it - pos + net.next[pos]!;
+      }
+      if (n === 0) { trans.push(-1); continue; }
+      const seeds = seedBuf.subarray(0, n).sort();
+      let w = 1;
+      for (let i = 1; i < n; i++) if (seeds[i] !== seeds[w - 1]) seeds[w++] = seeds[i]!;
+      trans.push(stateOf(Array.from(seeds.subarray(0, w))));
+    }
+  }
+  const rawStates = kernels.length;
+
+  // Trim states that cannot reach acceptance (compacting the table), then minimize.
+  const { reach, coreach } = liveness(rawStates, nClasses, initial, (s, c) => trans[s * nClasses + c]!, (s) => accepting[s] === 1);
+  if (!coreach[initial]) return emptyLanguage(cfg, maxDepth);
+  const liveId = new Int32Array(rawStates).fill(-1);
+  let nLive = 0;
+  for (let s = 0; s < rawStates; s++) if (reach[s] && coreach[s]) liveId[s] = nLive++;
+  const lTrans = new Int32Array(nLive * nClasses);
+  const lAcc = new Uint8Array(nLive);
+  for (let s = 0; s < rawStates; s++) {
+    const id = liveId[s]!;
+    if (id < 0) continue;
+    lAcc[id] = accepting[s]!;
+    for (let c = 0; c < nClasses; c++) { const t = trans[s * nClasses + c]!; lTrans[id * nClasses + c] = t < 0 ? -1 : liveId[t]!; }
+  }
+  const { blockOf, nBlocks } = minimize({
+    nStates: nLive, nSyms: nClasses, initial: liveId[initial]!,
+    next: (s, c) => lTrans[s * nClasses + c]!,
+    key: (s) => (lAcc[s] ? "A" : "N"),
+  });
+  const mTrans = new Int32Array(nBlocks * nClasses).fill(-1);
+  const mAcc = new Uint8Array(nBlocks);
+  for (let s = 0; s < nLive; s++) {
+    const b = blockOf[s]!;
+    mAcc[b] = lAcc[s]!;
+    for (let c = 0; c < nClasses; c++) { const t = lTrans[s * nClasses + c]!; mTrans[b * nClasses + c] = t < 0 ? -1 : blockOf[t]!; }
+  }
+  const initialBlock = blockOf[liveId[initial]!]!;
+  const dfa = mergeClasses({ nStates: nBlocks, nClasses, classMap, initial: initialBlock, trans: mTrans, accepting: mAcc });
+  return { dfa, depthLimited, maxDepth, rawStates };
+}
+
+function emptyLanguage(cfg: Cfg, maxDepth: number): never {
+  const start = cfg.rules[cfg.start];
+  throw new SpecError("E0711", `the grammar has no sentence of nesting depth ≤ ${maxDepth}${start ? ` (start rule ${start.name})` : ""}`,
+    start?.span ?? null, "raise --max-depth: every sentence of this grammar nests deeper");
+}
+
+/** Merges byte classes whose columns are identical in every state (fewer table entries). */
+export function mergeClasses(d: GrammarDfa): GrammarDfa {
+  const ids = new Map<string, number>();
+  const newOf = new Int32Array(d.nClasses);
+  const keep: number[] = [];
+  for (let c = 0; c < d.nClasses; c++) {
+    const col: number[] = [];
+    for (let s = 0; s < d.nStates; s++) col.push(d.trans[s * d.nClasses + c]!);
+    const key = col.join(",");
+    let id = ids.get(key);
+    if (id === undefined) { id = keep.length; ids.set(key, id); keep.push(c); }
+    newOf[c] = id;
+  }
+  if (keep.length === d.nClasses) return d;
+  const n = keep.length;
+  const trans = new Int32Array(d.nStates * n);
+  for (let s = 0; s < d.nStates; s++) for (let k = 0; k < n; k++) trans[s * n + k] = d.trans[s * d.nClasses + keep[k]!]!;
+  const classMap = new Uint8Array(256);
+  for (let b = 0; b < 256; b++) classMap[b] = newOf[d.classMap[b]!]!;
+  return { ...d, nClasses: n, classMap, trans };
+}
+
+/** Runs bytes through a grammar DFA from `state`; the final state or -(1 + index) of the first rejected byte. */
+export function runGrammarDfa(d: GrammarDfa, bytes: Uint8Array, state = d.initial): number {
+  let s = state;
+  for (let i = 0; i < bytes.length; i++) {
+    s = d.trans[s * d.nClasses + d.classMap[bytes[i]!]!]!;
+    if (s < 0) return -(1 + i);
+  }
+  return s;
+}
+
+// ───────────────────────────── content: ws* sentence ws* ─────────────────────────────
+
+const isWs = (b: number) => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
+
+/**
+ * ws* G ws* as a minimized DFA (the content of an agent state constrained by a grammar, like
+ * :output-constrs allows whitespace around its options). Classes: the grammar's, split by whether
+ * the byte is whitespace.
+ */
+export function withSurroundingWhitespace(g: GrammarDfa): GrammarDfa {
+  const ids = new Map<string, number>();
+  const reps: number[] = [];
+  const classMap = new Uint8Array(256);
+  for (let b = 0; b < 256; b++) {
+    const key = `${g.classMap[b]}|${isWs(b) ? 1 : 0}`;
+    let c = ids.get(key);
+    if (c === undefined) { c = reps.length; ids.set(key, c); reps.push(b); }
+    classMap[b] = c;
+  }
+  const nClasses = reps.length;
+  const L = g.nStates;
+  const T = g.nStates + 1;
+  const sets: number[][] = [];
+  const setIds = new Map<string, number>();
+  const addG = (out: Set<number>, q: number) => { out.add(q); if (g.accepting[q]) out.add(T); };
+  const intern = (out: Set<number>): number => {
+    if (out.size === 0) return -1;
+    const arr = [...out].sort((a, b) => a - b);
+    const key = arr.join(",");
+    let id = setIds.get(key);
+    if (id === undefined) { id = sets.length; setIds.set(key, id); sets.push(arr); }
+    return id;
+  };
+  const init = new Set<number>([L]);
+  addG(init, g.initial);
+  intern(init);
+  const trans: number[] = [];
+  for (let s = 0; s < sets.length; s++) {
+    for (let c = 0; c < nClasses; c++) {
+      const b = reps[c]!;
+      const out = new Set<number>();
+      for (const q of sets[s]!) {
+        if (q === L) { if (isWs(b)) { out.add(L); addG(out, g.initial); } }
+        else if (q === T) { if (isWs(b)) out.add(T); }
+        else {
+          const t = g.trans[q * g.nClasses + g.classMap[b]!]!;
+          if (t >= 0) addG(out, t);
+        }
+      }
+      trans[s * nClasses + c] = intern(out);
+    }
+  }
+  const n = sets.length;
+  const acc = (s: number) => sets[s]!.includes(T);
+  const { blockOf, nBlocks } = minimize({ nStates: n, nSyms: nClasses, initial: 0, next: (s, c) => trans[s * nClasses + c]!, key: (s) => (acc(s) ? "A" : "N") });
+  const mTrans = new Int32Array(nBlocks * nClasses).fill(-1);
+  const mAcc = new Uint8Array(nBlocks);
+  for (let s = 0; s < n; s++) {
+    const bl = blockOf[s]!;
+    mAcc[bl] = acc(s) ? 1 : 0;
+    for (let c = 0; c < nClasses; c++) { const t = trans[s * nClasses + c]!; mTrans[bl * nClasses + c] = t < 0 ? -1 : blockOf[t]!; }
+  }
+  return mergeClasses({ nStates: nBlocks, nClasses, classMap, initial: blockOf[0]!, trans: mTrans, accepting: mAcc });
+}
