@@ -27,7 +27,7 @@
 import type { Compiled } from "../compiler/ir.js";
 import { byteDfaEngine, runTrace, type Engine, type Segment, type Trace } from "../compiler/trace.js";
 import { nextMarker } from "./agent.js";
-import type { Spec } from "./spec.js";
+import { wasmEngine, type Spec } from "./spec.js";
 
 interface StateLike {
   readonly name: string;
@@ -82,27 +82,6 @@ function checkerOf(spec: Compiled | Spec): Checker {
   return { engine: wasmEngine(spec as Spec), states: [...(spec as Spec).states] };
 }
 
-/** An Engine over a loaded .wasm: its own runtime decides (snapshot/restore of one matcher). */
-function wasmEngine(spec: Spec): Engine {
-  const m = spec.matcher();
-  const ex = spec.exports;
-  return {
-    initial: () => spec.initialState,
-    feed(s, bytes) {
-      m.state = s;
-      const r = m.feed(bytes);
-      return r.ok ? m.state : -(1 + r.offset);
-    },
-    env: (s) => ex.state_env_next(s),
-    flags: (s) => ex.state_flags(s),
-    specState: (s) => ex.state_spec(s),
-    nextMarkers(s) {
-      const out: number[] = [];
-      for (let i = 0, n = ex.next_count(s); i < n; i++) out.push(ex.next_at(s, i));
-      return out;
-    },
-  };
-}
 
 /** An example's text as a transcript; `starts[i]` is where segment i begins in `text`. */
 export function exampleTrace(text: string, states: readonly StateLike[]): { trace: Trace; starts: number[] } {

@@ -5,7 +5,10 @@
  * (yield → tool → feedEnv, jump-forward over forced text). node-llama-cpp is a peer: this module
  * only uses the model/sequence objects the caller passes in, so importing it costs nothing.
  */
+import { seededRandom } from "../compiler/random.js";
 import { Vocabulary } from "./vocab.js";
+
+export { seededRandom };
 
 /** The parts of node-llama-cpp's LlamaModel this module reads (kept structural on purpose). */
 export interface LlamaModelLike {
@@ -112,17 +115,6 @@ export interface ConstrainedResult {
   stop: "done" | "max-tokens" | "eos" | "no-allowed-token";
 }
 
-/** mulberry32: small, seeded, good enough to stand in for sampling. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * The decoding loop: next-token probabilities from the model, the spec's mask applied, a token

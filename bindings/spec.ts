@@ -12,6 +12,7 @@
  */
 
 import { SpecError } from "../compiler/diagnostics.js";
+import type { Engine } from "../compiler/trace.js";
 import { HEADER_SIZE, parseTables, TABLE_BASE, type TableSpecState } from "../compiler/tables.js";
 import type { ByteDfa } from "../compiler/ir.js";
 import type { FlatVocabulary } from "./vocab.js";
@@ -796,4 +797,27 @@ export function applyMask(logits: Float32Array, mask: Int32Array): void {
     const end = base + 32 < n ? base + 32 : n;
     for (let i = base; i < end; i++) if (!((bits >>> (i - base)) & 1)) logits[i] = -Infinity;
   }
+}
+
+/** An Engine over a loaded .wasm, driving one matcher through its snapshot/restore ABI. */
+export function wasmEngine(spec: Spec): Engine {
+  const m = spec.matcher();
+  const ex = spec.exports;
+  return {
+    initial: () => spec.initialState,
+    feed(s, bytes) {
+      m.state = s;
+      const r = m.feed(bytes);
+      return r.ok ? m.state : -(1 + r.offset);
+    },
+    env: (s) => ex.state_env_next(s),
+    flags: (s) => ex.state_flags(s),
+    specState: (s) => ex.state_spec(s),
+    nextMarkers(s) {
+      const n = ex.next_count(s);
+      const out: number[] = [];
+      for (let i = 0; i < n; i++) out.push(ex.next_at(s, i));
+      return out;
+    },
+  };
 }

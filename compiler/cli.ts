@@ -241,34 +241,13 @@ async function loadEngine(file: string, sources: Map<string, string>, opts: Comp
       if (e instanceof InputError) throw e;
       throw new InputError(`${file}: ${(e as Error).message}`);
     }
+    const { wasmEngine } = await import("../bindings/spec.js");
     return { engine: wasmEngine(spec), markers: spec.states.map((s) => s.marker), names: spec.states.map((s) => s.name) };
   }
   const c = compileFile(file, sources, opts);
   return { engine: byteDfaEngine(c.byteDfa), markers: c.ir.states.map((s) => s.marker), names: c.ir.states.map((s) => s.name) };
 }
 
-/** An Engine over a loaded .wasm, driving one matcher through its snapshot/restore ABI. */
-export function wasmEngine(spec: import("../bindings/spec.js").Spec): Engine {
-  const m = spec.matcher();
-  const ex = spec.exports;
-  return {
-    initial: () => spec.initialState,
-    feed(s, bytes) {
-      m.state = s;
-      const r = m.feed(bytes);
-      return r.ok ? m.state : -(1 + r.offset);
-    },
-    env: (s) => ex.state_env_next(s),
-    flags: (s) => ex.state_flags(s),
-    specState: (s) => ex.state_spec(s),
-    nextMarkers(s) {
-      const n = ex.next_count(s);
-      const out: number[] = [];
-      for (let i = 0; i < n; i++) out.push(ex.next_at(s, i));
-      return out;
-    },
-  };
-}
 
 async function cmdCheck(args: string[], io: Io, sources: Map<string, string>): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: {

@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { minimizeByteDfa } from "../compiler/automata/bytes.js";
 import { minimizeStateDfa, stateDfaAccepts } from "../compiler/automata/dfa.js";
 import { compileIR } from "../compiler/compile.js";
+import { seededRandom } from "../compiler/random.js";
 import { SpecError } from "../compiler/diagnostics.js";
 import type { Behavior, ConstraintIR, Nfa, SpecIR } from "../compiler/ir.js";
 import { byteDfaEngine, runTrace, type Trace } from "../compiler/trace.js";
@@ -105,17 +106,7 @@ describe("state-level automata", () => {
   });
 });
 
-/** A small seeded PRNG (mulberry32), so sampled transcripts replay. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = seededRandom;
 
 /** A transcript that should conform: an accepted state sequence rendered with plausible content. */
 function sampleTrace(c: ReturnType<typeof compileIR>, ir: SpecIR, seed: number): Trace {

@@ -7,8 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
-import { Spec } from "../bindings/spec.js";
-import { wasmEngine } from "../compiler/cli.js";
+import { Spec, wasmEngine } from "../bindings/spec.js";
 import { compileSource, compileToWasm } from "../compiler/compile.js";
 import type { Compiled } from "../compiler/ir.js";
 import { parseTables, serializeTables } from "../compiler/tables.js";

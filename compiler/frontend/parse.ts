@@ -5,7 +5,8 @@
  * any input gets a diagnostic, never a stack trace.
  */
 import { createRequire } from "node:module";
-import nearley from "nearley";
+import type nearley from "nearley";
+import { nearleyParser } from "./nearley-parser.js";
 import { SpecError, spanAt } from "../diagnostics.js";
 import type { Span } from "../ir.js";
 import { tokenize, tokenSpan, type Token } from "./lexer.js";
@@ -46,17 +47,7 @@ export function parseSExprs(file: string, text: string): SExpr[] {
     throw new SpecError("E0105", "empty input: no definition found", spanAt(file, text, 0, 0),
       'a spec file holds one (define NAME (:states ...) (:behavior ...)); see examples/react.agent');
   }
-  const grammar = nearley.Grammar.fromCompiled(compiled);
-  let i = 0;
-  const stream = {
-    reset() { i = 0; },
-    next: () => (i < toks.length ? toks[i++] : undefined),
-    save: () => ({}),
-    formatError: (t: Token) => `unexpected ${t.type}`,
-    has: () => true,
-  };
-  (grammar as unknown as { lexer: unknown }).lexer = stream;
-  const parser = new nearley.Parser(grammar);
+  const parser = nearleyParser(compiled, toks);
   try {
     parser.feed("");
   } catch {

@@ -16,7 +16,8 @@
  * \xHH is always exactly two hex digits (llama.cpp's reading; XGrammar reads as many as follow).
  */
 import { createRequire } from "node:module";
-import nearley from "nearley";
+import type nearley from "nearley";
+import { nearleyParser } from "../frontend/nearley-parser.js";
 import { SpecError, spanAt } from "../diagnostics.js";
 import type { Span } from "../ir.js";
 import type { GExpr, GRule, GSeq, GrammarAst } from "./ast.js";
@@ -68,21 +69,11 @@ const DESCRIBE: Record<string, string> = {
 
 export function parseGrammarAst(file: string, text: string, maxNesting = Infinity): ParsedGrammar {
   const toks = tokenize(file, text, maxNesting);
-  const grammar = nearley.Grammar.fromCompiled(compiled);
-  let i = 0;
-  const stream = {
-    reset() { i = 0; },
-    next: () => (i < toks.length ? toks[i++] : undefined),
-    save: () => ({}),
-    formatError: (t: GToken) => `unexpected ${t.type}`,
-    has: () => true,
-  };
-  (grammar as unknown as { lexer: unknown }).lexer = stream;
-  const parser = new nearley.Parser(grammar);
+  const parser = nearleyParser(compiled, toks);
   try {
     parser.feed("");
   } catch (e) {
-    const tok = (e as { token?: GToken }).token ?? toks[Math.max(0, i - 1)];
+    const tok = (e as { token?: GToken }).token ?? toks[Math.max(0, (parser as unknown as { current: number }).current - 1)];
     throw syntaxError(file, text, parser, tok);
   }
   const results = parser.results as RawRule[][];

@@ -73,14 +73,4 @@ function pickByte(s: ByteSym, random: () => number): number {
   return s.ranges[0]![0];
 }
 
-/** A small seeded PRNG (mulberry32) for reproducible samples. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seededRandom } from "../random.js";

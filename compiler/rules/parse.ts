@@ -11,7 +11,8 @@
  * token at end of input), so it always lies inside the text.
  */
 import { createRequire } from "node:module";
-import nearley from "nearley";
+import type nearley from "nearley";
+import { nearleyParser } from "../frontend/nearley-parser.js";
 import { SpecError, spanAt, type Code } from "../diagnostics.js";
 import type { Span } from "../ir.js";
 import { ENFORCEMENTS } from "./ir.js";
@@ -61,17 +62,7 @@ export function parseRawRules(file: string, text: string): RawRule[] {
       "a rules file holds one or more `rule @id trigger Toolkit.Tool check ... enforce ... end`; see examples/rules/email.rules");
   }
   checkNesting(file, toks);
-  const grammar = nearley.Grammar.fromCompiled(compiled);
-  let i = 0;
-  const stream = {
-    reset() { i = 0; },
-    next: () => (i < toks.length ? toks[i++] : undefined),
-    save: () => ({}),
-    formatError: (t: RuleToken) => `unexpected ${t?.type}`,
-    has: () => true,
-  };
-  (grammar as unknown as { lexer: unknown }).lexer = stream;
-  const parser = new nearley.Parser(grammar);
+  const parser = nearleyParser(compiled, toks);
   try {
     parser.feed("");
   } catch (e) {

@@ -1,0 +1,14 @@
+/**
+ * @fileoverview The one seeded PRNG (mulberry32) every sampler, planner and test uses, so that
+ * seeded runs replay exactly. Small and fast; not for cryptography.
+ */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
