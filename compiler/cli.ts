@@ -46,6 +46,9 @@ usage:
                                          replay a transcript token by token: did the mask allow each token?
   specc sample  SPEC|OUT.wasm --vocab tokenizer.json [--n N] [--seed S] [--max-state-tokens K] [--out DIR] [--json]
                                          conformant transcripts from seeded random logits under the masks
+  specc bench   SPEC --vocab tokenizer.json [--against xgrammar] [--trace T.json] [--iterations N] [--json]
+                                         mask latency, compile time, sizes and memory on a real vocabulary,
+                                         side by side with XGrammar (same process, same tokens)
   specc plan    GRAMMAR.gbnf --task TEXT [--chooser first|random|script|llm] [--json]
                                          Formal-LLM planning: expand the grammar choice by choice,
                                          each tool at most once, backtracking on dead ends
@@ -67,6 +70,7 @@ export async function main(argv: string[], io: Io = { out: (s) => process.stdout
       case "replay": return await cmdReplay(rest, io, sources);
       case "sample": return await cmdSample(rest, io, sources);
       case "plan": return await (await import("../bindings/planner.js")).runPlanCommand(rest, io);
+      case "bench": return await cmdBench(rest, io, sources);
       case undefined: case "-h": case "--help": case "help":
         io.out(USAGE);
         return cmd === undefined ? EXIT.usage : EXIT.ok;
@@ -190,7 +194,7 @@ async function cmdCompile(args: string[], io: Io, sources: Map<string, string>):
     const { emitGrammar } = await import("./emit-grammar.js");
     const text = emitGrammar(c.byteDfa, emit as "ebnf" | "gbnf", c.ir.name);
     writeAtomic(out, text);
-    io.out(`${out}: ${emit.toUpperCase()} grammar, ${c.byteDfa.nStates + 1} rules (the exact language of ${c.ir.name})`);
+    io.out(`${out}: ${emit.toUpperCase()} grammar, ${c.byteDfa.nStates + 1} rules (the language of ${c.ir.name}; see docs on env text and ill-formed UTF-8)`);
     return EXIT.ok;
   }
   let wasm = compileToWasm(c);
@@ -407,4 +411,20 @@ async function checkPromptExamples(file: string, prompts: string[], from: string
   }
   if (json) io.out(JSON.stringify(all.length === 1 ? all[0] : all, null, 2));
   return bad ? EXIT.nonconforming : EXIT.ok;
+}
+
+async function cmdBench(args: string[], io: Io, sources: Map<string, string>): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: {
+    vocab: { type: "string" }, against: { type: "string", multiple: true }, trace: { type: "string" },
+    iterations: { type: "string" }, json: { type: "boolean", default: false }, ...COMPILE_OPTIONS } });
+  const file = oneFile(positionals, "spec file");
+  if (!values.vocab) throw new UsageError("missing --vocab tokenizer.json");
+  const opts = compileOptions(values, io);
+  const { runBench } = await import("../bindings/bench.js");
+  return runBench({
+    spec: file, vocab: values.vocab, trace: values.trace, json: values.json,
+    against: values.against?.flatMap((a) => a.split(",")),
+    iterations: values.iterations === undefined ? undefined : Number(values.iterations),
+    io, compile: (p) => compileFile(p, sources, opts),
+  });
 }

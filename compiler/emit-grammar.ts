@@ -9,6 +9,12 @@
  * An env-input marker's state continues with opaque environment text (`env ::= [^]*`-style any
  * characters), then the after-env state: the engines resolve where env text ends by
  * nondeterminism, exactly as the host does by calling feedEnv.
+ *
+ * Where the grammar is looser than the spec (measured by bench/, see bench/results/RESULTS.md):
+ * code points cannot express ill-formed UTF-8, which specc's free text allows byte by byte; a
+ * grammar has no token boundary, so it cannot forbid a token that completes an env-input marker and
+ * carries more text; and after the first env text the `env` rule can keep absorbing output, which
+ * the host's feedEnv boundary rules out.
  */
 import { ByteFlag, type ByteDfa } from "./ir.js";
 
@@ -106,7 +112,8 @@ function rawDecode(b: number[]): number {
 }
 
 function esc(cp: number): string {
-  if (cp === 0x5d || cp === 0x5b || cp === 0x5c || cp === 0x5e || cp === 0x2d || cp === 0x22) return "\\" + String.fromCharCode(cp);
+  // Class metacharacters as \xHH: llama.cpp refuses "\^" inside a class, XGrammar reads both.
+  if (cp === 0x5d || cp === 0x5b || cp === 0x5c || cp === 0x5e || cp === 0x2d || cp === 0x22) return "\\x" + cp.toString(16).padStart(2, "0");
   if (cp >= 0x20 && cp < 0x7f) return String.fromCharCode(cp);
   if (cp <= 0xff) return "\\x" + cp.toString(16).padStart(2, "0");
   if (cp <= 0xffff) return "\\u" + cp.toString(16).padStart(4, "0");

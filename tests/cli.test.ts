@@ -238,3 +238,36 @@ describe("specc plan", () => {
     expect((await run("plan", "examples/grammars/openagi.gbnf")).code).toBe(EXIT.usage);
   });
 });
+
+describe("specc compile --emit gbnf", () => {
+  it("writes a grammar specc's own GBNF front end reads, accepting the conformant transcripts and rejecting the others", async () => {
+    const { parseGrammar, recognize } = await import("../compiler/grammar/index.js");
+    const out = join(tmp, "react.gbnf");
+    const r = await run("compile", "examples/react-brackets.agent", "--emit", "gbnf", "-o", out);
+    expect(r.code).toBe(EXIT.ok);
+    const text = readFileSync(out, "utf8");
+    expect(text).not.toContain("\\^"); // llama.cpp refuses \^ in a class
+    const cfg = parseGrammar(text, out);
+    const cases: { spec: string; trace: string; conforms: boolean }[] = JSON.parse(readFileSync("tests/fixtures/traces/index.json", "utf8"));
+    const { firstMarker } = await import("../compiler/trace.js");
+    const markers = ["[Question]", "[Thought]", "[Action]", "[Action Input]", "[Observation]", "[Final Thought]", "[Answer]"];
+    let checked = 0;
+    for (const k of cases.filter((c) => c.spec === "examples/react-brackets.agent")) {
+      const trace = JSON.parse(readFileSync(k.trace, "utf8")) as { segments: { by: string; text: string }[] };
+      let started = false;
+      const whole = trace.segments.map((s) => {
+        if (s.by !== "prompt" || started) { started = true; return s.text; }
+        const at = firstMarker(s.text, markers); // prompt context before the first marker is skipped
+        if (at < 0) return "";
+        started = true;
+        return s.text.slice(at);
+      }).join("");
+      // env text is opaque to the grammar too, so conformant runs must be sentences
+      if (k.conforms) expect(recognize(cfg, new TextEncoder().encode(whole)), k.trace).toBe(true);
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(0);
+    expect(recognize(cfg, new TextEncoder().encode("[Question] x [Answer] y"))).toBe(false);
+    expect(recognize(cfg, new TextEncoder().encode("[Question] x [Thought] t [Action] a [Action Input] b [Observation] obs [Final Thought] f [Answer] y"))).toBe(true);
+  });
+});

