@@ -19,6 +19,7 @@ export {
   applyMask,
   buildTokenTrie,
   NonconformingTextError,
+  wasmEngine,
   SUPPORTED_ABI_VERSION,
   STATE_ACCEPTING,
   STATE_YIELD,
@@ -45,3 +46,5 @@ export {
   type TokenizerJsonOptions,
   type TokenBytesOptions,
 } from "./vocab.js";
+export { SpecLogitsProcessor } from "./transformers.js";
+export { generateConstrained, vocabularyFromLlamaModel, vocabularyFromGguf } from "./llama.js";

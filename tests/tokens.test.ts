@@ -121,3 +121,50 @@ describe("jump-forward tokens", () => {
     expect(m.forced()).toBe("");
   });
 });
+
+describe("the transformers.js logits processor", () => {
+  // transformers.js itself is not installed: its onnxruntime-node dependency downloads binaries in an
+  // install script, which this offline workspace refuses. The processor is driven here exactly as
+  // transformers.js drives one: `_call(input_ids, logits)` with a [batch, vocab] Float32 tensor.
+  it("masks each row of a batch, commits the previous step's tokens, and sampling under it conforms", async () => {
+    const { SpecLogitsProcessor } = await import("../bindings/transformers.js");
+    const { seededRandom } = await import("../compiler/random.js");
+    const vocab = Vocabulary.fromTokenizerJsonObject(loadTokenizerJson("llama2"));
+    const c = load("examples/react-tools.agent");
+    const spec = await Spec.load(compileToWasm(c), { vocab });
+    const batch = 2;
+    const p = new SpecLogitsProcessor(spec, batch);
+    for (let r = 0; r < batch; r++) p.matcher(r).budget = 6;
+    const ids: number[][] = [[1, 5, 9], [1, 7]];
+    const rand = seededRandom(11);
+    const segs: { by: "llm" | "env"; text: string }[][] = [[], []];
+    const say = (r: number, by: "llm" | "env", t: string) => {
+      const last = segs[r]!.at(-1);
+      if (last && last.by === by && by === "llm") last.text += t; else segs[r]!.push({ by, text: t });
+    };
+    const ENV = " found it\n";
+    const envIds = [100, 200]; // the tool's text as token ids, appended to the row as transformers.js would
+    for (let step = 0; step < 400 && !(p.matcher(0).isDone && p.matcher(1).isDone); step++) {
+      const logits = { data: Float32Array.from({ length: batch * vocab.size }, () => rand()), dims: [batch, vocab.size] };
+      p._call(ids, logits);
+      for (let r = 0; r < batch; r++) {
+        if (p.matcher(r).isDone) continue;
+        if (p.needsEnv(r)) { ids[r]!.push(...envIds); p.feedEnv(r, ENV, envIds); say(r, "env", ENV); continue; }
+        const row = logits.data.subarray(r * vocab.size, (r + 1) * vocab.size);
+        let best = 0;
+        for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
+        expect(row[best]).toBeGreaterThan(-Infinity);
+        ids[r]!.push(best);
+        if (!vocab.isEos(best)) say(r, "llm", new TextDecoder().decode(vocab.tokenBytes(best)!));
+      }
+    }
+    p._call(ids, { data: new Float32Array(batch * vocab.size), dims: [batch, vocab.size] }); // commits the final EOS
+    expect(p.failed.size).toBe(0);
+    const engine = byteDfaEngine(c.byteDfa);
+    const markers = c.ir.states.map((s) => s.marker);
+    for (let r = 0; r < batch; r++) {
+      expect(p.matcher(r).isDone).toBe(true);
+      expect(runTrace(engine, { segments: segs[r]! }, markers).verdict).toBe("conforms");
+    }
+  });
+});
