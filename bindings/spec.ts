@@ -102,7 +102,7 @@ export const TOKEN_SPECIAL = 1;
 export const TOKEN_EOS = 2;
 
 /** How many committed tokens `Matcher.rollback` can undo at most. */
-export const MAX_ROLLBACK = 16;
+export const MAX_ROLLBACK = 8;
 /** Largest per-spec-state token budget. */
 export const MAX_BUDGET = 0x7fff;
 

@@ -107,7 +107,7 @@ let transBase: usize = 0;
  * `state | count << 16 | done << 31`, one per committed token, for `m_rollback`.
  */
 // @ts-ignore: decorator
-@inline const REC: usize = 84;
+@inline const REC: usize = 52; // 20 B of state + an 8-entry rollback ring
 // @ts-ignore: decorator
 @inline const R_DONE: usize = 4;
 // @ts-ignore: decorator
@@ -119,7 +119,7 @@ let transBase: usize = 0;
 // @ts-ignore: decorator
 @inline const R_RING: usize = 20;
 // @ts-ignore: decorator
-@inline const HIST: u32 = 16;
+@inline const HIST: u32 = 8;
 // @ts-ignore: decorator
 @inline const COUNT_MAX: u32 = 0x7fff;
 
