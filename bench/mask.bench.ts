@@ -226,7 +226,7 @@ timeReplay("warm maskView (zero-copy view)", (x) => {
   const grown = spec.exports.memory.buffer.byteLength - before;
   row(
     "per matcher",
-    `84 B in wasm (state, done, counter, budget, 16-token rollback ring); JS wrapper ≈ ${Math.round((heap1 - heap0) / many.length)} B${globalThis.gc ? "" : " (run with --expose-gc for a steadier figure)"}; memory grew ${(grown / 1024).toFixed(0)} KB for 100k`,
+    `52 B in wasm (state, done, counter, budget, 8-token rollback ring); JS wrapper ≈ ${Math.round((heap1 - heap0) / many.length)} B${globalThis.gc ? "" : " (run with --expose-gc for a steadier figure)"}; memory grew ${(grown / 1024).toFixed(0)} KB for 100k`,
     "a few dozen bytes",
   );
   const masksBytes = distinct * spec.maskWords * 4;

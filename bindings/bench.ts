@@ -1616,7 +1616,7 @@ export function renderResultsMarkdown(r: SuiteResult): string {
   L.push(markdownTable(["spec", "vocabulary", ".wasm", "matcher (wasm record / amortized / JS wrapper)", "instance loaded", "instance precomputed", "mask cache", "Spec.load (trie + copy)"],
     r.cases.map((c) => [c.spec, label(c.vocab), `${c.wasmBytes} B`, `${c.memory.matcherRecordBytes} B / ${c.memory.matcherWasmBytesAmortized.toFixed(0)} B / ${c.memory.matcherJsBytes === null ? "—" : c.memory.matcherJsBytes.toFixed(0) + " B"}`, `${(c.memory.instanceBytesLoaded / 2 ** 20).toFixed(1)} MiB`, `${(c.memory.instanceBytesPrecomputed / 2 ** 20).toFixed(1)} MiB`, `${(c.memory.maskCacheBytes / 1024).toFixed(0)} KB`, fmtMs(c.loadMs)])));
   L.push("");
-  L.push("The matcher record is the runtime's per-sequence state (state, done flag, token counter, budget, and a 16-token rollback ring); \"amortized\" is the growth of the module's memory divided by the matchers created (the record array doubles); the JS wrapper is the `Matcher` object (measured with --expose-gc).", "");
+  L.push("The matcher record is the runtime's per-sequence state (state, done flag, token counter, budget, and an 8-token rollback ring); \"amortized\" is the growth of the module's memory divided by the matchers created (the record array doubles); the JS wrapper is the `Matcher` object (measured with --expose-gc).", "");
 
   if (r.settings.benny && r.cases.some((c) => c.benny?.length)) {
     L.push("## benny (ops/s)", "");
