@@ -36,6 +36,7 @@ import { firstMarker, type Segment, type Trace, byteDfaEngine, runTrace, type Ve
 import { generateConstrained, type ConstrainedResult, type SequenceLike } from "./llama.js";
 import type { Spec } from "./spec.js";
 import type { Vocabulary } from "./vocab.js";
+import type { Decision, ToolCall } from "./rules.js";
 
 // ---- Steps -----------------------------------------------------------------------------------------
 
@@ -397,6 +398,19 @@ export interface RunAgentOptions {
   /** Append forced text without a forward pass (default true). */
   jumpForward?: boolean;
   onText?: (text: string, kind: "sampled" | "forced" | "env") => void;
+  /**
+   * AgentSpec rules checked before each tool call executes (seed 003): `toCall` turns a yield into
+   * the tool call it stands for (e.g. `toolCall("Wiki." + action, { query: input })`, or null for a
+   * yield that calls no tool); a blocked call is not executed and the environment's text says so; a
+   * replaced call (llm_self_reflect, invoke_action) runs through `run` when given, else the state's
+   * handler runs.
+   */
+  guard?: {
+    enforcer: { check(call: ToolCall, ctx?: unknown): Promise<Decision> };
+    toCall: (state: string, steps: readonly Step[]) => ToolCall | null;
+    run?: (call: ToolCall) => string | Promise<string>;
+    blockedText?: (d: Decision) => string;
+  };
 }
 
 export interface AgentResult {
@@ -410,6 +424,8 @@ export interface AgentResult {
   forcedChars: number;
   /** What each parallel (PASS) step did. */
   parallel: ParallelRecord[];
+  /** The rule enforcer's decision for each guarded tool call, in order. */
+  decisions: Decision[];
 }
 
 /** Runs a spec in token mode (see the file overview). */
@@ -430,6 +446,7 @@ export async function runAgent(o: RunAgentOptions): Promise<AgentResult> {
   const context = o.context ?? "";
   const segments: Segment[] = [{ by: "prompt", text: prompt }];
   const parallel: ParallelRecord[] = [];
+  const decisions: Decision[] = [];
   let seen = 0;
   const sequence = backend.sequence();
   let res: ConstrainedResult;
@@ -444,7 +461,20 @@ export async function runAgent(o: RunAgentOptions): Promise<AgentResult> {
       tool: async (state, textSoFar) => {
         const llm = textSoFar.slice(seen);
         if (llm) segments.push({ by: "llm", text: llm });
-        const env = await answerEnv(state, tools, spec.states, segments, context + prompt + textSoFar, backend.logprobs, parallel);
+        let env: string | undefined;
+        if (o.guard) {
+          const call = o.guard.toCall(state, transcriptSteps(segments, spec.states).slice(0, -1));
+          if (call) {
+            const d = await o.guard.enforcer.check(call, { state, segments });
+            decisions.push(d);
+            if (d.action === "block") {
+              env = envText(o.guard.blockedText?.(d) ?? `Blocked by rule @${d.blockedBy?.ruleId ?? "?"}: ${d.blockedBy?.reason ?? "not allowed"}`);
+            } else if (o.guard.run) {
+              env = envText(await o.guard.run(d.call));
+            }
+          }
+        }
+        env ??= await answerEnv(state, tools, spec.states, segments, context + prompt + textSoFar, backend.logprobs, parallel);
         segments.push({ by: "env", text: env });
         seen = textSoFar.length + env.length;
         return env;
@@ -467,5 +497,6 @@ export async function runAgent(o: RunAgentOptions): Promise<AgentResult> {
     sampledTokens: res.sampledTokens,
     forcedChars: res.forcedChars,
     parallel,
+    decisions,
   };
 }

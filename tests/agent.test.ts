@@ -232,6 +232,39 @@ describe.skipIf(!haveModel)("runAgent with a real model (node-llama-cpp, CPU, to
     expect(run.steps[run.steps.length - 1]!.state).toBe("Finish");
   });
 
+  it("AgentSpec rules guard every tool call: a blocked call never runs and the run still conforms", async () => {
+    const { compiled, spec } = await load(readFileSync("examples/react-tools.agent", "utf8"));
+    const { parseRules } = await import("../compiler/rules/index.js");
+    const { RuleEnforcer, toolCall } = await import("../bindings/rules.js");
+    const rules = parseRules("rule @no_lookup\ntrigger Wiki.Lookup\ncheck\n  true\nenforce\n  stop\nend\n", "guard.rules");
+    const enforcer = new RuleEnforcer(rules, { predicates: {} });
+    const ran: string[] = [];
+    const decisions: string[] = [];
+    for (const seed of [1, 2, 3]) {
+      const run = await runAgent({
+        spec, backend, prompt: "Question: Where is the dog?\n", budget: 10, maxTokens: 300, temperature: 0.8, seed,
+        tools: { observation: (c) => { ran.push(c.last("action")!.trim()); return "The dog is in the park."; } },
+        guard: {
+          enforcer,
+          toCall: (_state, steps) => {
+            const action = [...steps].reverse().find((st) => st.state === "action")?.content.trim() ?? "";
+            const input = [...steps].reverse().find((st) => st.state === "action-input")?.content.trim() ?? "";
+            return toolCall(`Wiki.${action}`, { query: input });
+          },
+        },
+      });
+      conforms(compiled, run);
+      decisions.push(...run.decisions.map((d) => `${d.original.tool}:${d.action}`));
+      for (const d of run.decisions.filter((x) => x.action === "block")) expect(d.blockedBy?.ruleId).toBe("no_lookup");
+      const envs = run.transcript.segments.filter((x) => x.by === "env").map((x) => x.text);
+      expect(envs.length).toBe(run.decisions.length);
+    }
+    expect(ran.every((a) => a === "Search")).toBe(true); // Lookup never executed
+    expect(decisions.every((d) => d === "Search:allow" || d === "Lookup:block")).toBe(true);
+    expect(decisions).toContain("Lookup:block");
+    expect(decisions).toContain("Search:allow");
+  });
+
   it("a missing handler is a clear error before anything runs", async () => {
     const { spec } = await load(readFileSync("examples/react-tools.agent", "utf8"));
     await expect(runAgent({ spec, backend, tools: {} })).rejects.toThrow(/no handler for the env-input state observation/);
