@@ -11,7 +11,53 @@
 import { Vocabulary, type FlatVocabulary } from "./vocab.js";
 
 export const VOCAB_SECTION = "specc.vocab";
+export const MASKS_SECTION = "specc.masks";
 const MAGIC = 0x56435053;
+const MASKS_MAGIC = 0x4d435053; // "SPCM"
+
+/**
+ * Precomputed masks (custom section `specc.masks`): u32 magic "SPCM" · u16 version 1 · u16 0xFEFF ·
+ * u32 nStates · u32 nMasks · u32 words · u32 stateMask[nStates] · i32 masks[nMasks × words].
+ */
+export interface BakedMasks { words: number; stateMask: Uint32Array; masks: Int32Array }
+
+export function serializeMasks(m: BakedMasks): Uint8Array {
+  const nMasks = m.masks.length / m.words;
+  const out = new Uint8Array(20 + 4 * m.stateMask.length + 4 * m.masks.length);
+  const dv = new DataView(out.buffer);
+  dv.setUint32(0, MASKS_MAGIC, true);
+  dv.setUint16(4, 1, true);
+  dv.setUint16(6, 0xfeff, true);
+  dv.setUint32(8, m.stateMask.length, true);
+  dv.setUint32(12, nMasks, true);
+  dv.setUint32(16, m.words, true);
+  m.stateMask.forEach((k, i) => dv.setUint32(20 + 4 * i, k, true));
+  const at = 20 + 4 * m.stateMask.length;
+  for (let i = 0; i < m.masks.length; i++) dv.setInt32(at + 4 * i, m.masks[i]!, true);
+  return out;
+}
+
+export function bakedMaskTable(module: WebAssembly.Module): BakedMasks | undefined {
+  const sections = WebAssembly.Module.customSections(module, MASKS_SECTION);
+  if (!sections.length) return undefined;
+  const data = new Uint8Array(sections[0]!);
+  const bad = (why: string) => new Error(`the .wasm's baked masks (custom section ${MASKS_SECTION}) are invalid: ${why}`);
+  if (data.length < 20) throw bad("too short");
+  const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  if (dv.getUint32(0, true) !== MASKS_MAGIC || dv.getUint16(6, true) !== 0xfeff) throw bad("bad magic or byte order");
+  if (dv.getUint16(4, true) !== 1) throw bad(`unsupported version ${dv.getUint16(4, true)}`);
+  const nStates = dv.getUint32(8, true), nMasks = dv.getUint32(12, true), words = dv.getUint32(16, true);
+  const at = 20 + 4 * nStates;
+  if (at + 4 * nMasks * words !== data.length) throw bad("truncated");
+  const stateMask = new Uint32Array(nStates);
+  for (let i = 0; i < nStates; i++) {
+    stateMask[i] = dv.getUint32(20 + 4 * i, true);
+    if (stateMask[i]! >= nMasks) throw bad(`state ${i} names mask ${stateMask[i]} of ${nMasks}`);
+  }
+  const masks = new Int32Array(nMasks * words);
+  for (let i = 0; i < masks.length; i++) masks[i] = dv.getInt32(at + 4 * i, true);
+  return { words, stateMask, masks };
+}
 
 export function serializeVocabulary(flat: FlatVocabulary, eos: readonly number[]): Uint8Array {
   const size = flat.offsets.length - 1;

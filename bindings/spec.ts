@@ -62,6 +62,8 @@ export interface SpecExports {
   mask_at(idx: number): number;
   mask_count(): number;
   precompute_all(): number;
+  /** Optional (older modules lack it): install a baked mask. */
+  mask_install?(state: number, src: number): number;
   out_ptr(bytes: number): number;
   m_done(m: number): number;
   m_count(m: number): number;
@@ -388,13 +390,19 @@ export class Spec {
       throw badWasm(`${what}: the runtime disagrees with its tables`);
     }
     let vocab = opts.vocab;
+    let bakedMasks: import("./baked-vocab.js").BakedMasks | undefined;
     if (!vocab) {
-      // A vocabulary baked in at compile time (`specc compile --vocab`) is used when none is given.
-      const { bakedVocabulary } = await import("./baked-vocab.js");
-      try { vocab = bakedVocabulary(module); } catch (e) { throw badWasm(`${what}: ${(e as Error).message}`); }
+      // A vocabulary (and its masks) baked in at compile time (`specc compile --vocab`) is used
+      // when none is given.
+      const { bakedVocabulary, bakedMaskTable } = await import("./baked-vocab.js");
+      try {
+        vocab = bakedVocabulary(module);
+        if (vocab) bakedMasks = bakedMaskTable(module);
+      } catch (e) { throw badWasm(`${what}: ${(e as Error).message}`); }
     }
     if (vocab) attachVocabulary(exports, vocab, opts.vocabSize ?? vocab.size);
     else if (opts.vocabSize !== undefined) throw new TypeError("Spec.load: vocabSize needs a vocab");
+    if (bakedMasks && exports.mask_install) installMasks(exports, bakedMasks, what);
     const spec = new Spec(exports, parsed.states, parsed.dfa);
     spec.vocab = vocab;
     if (vocab && opts.precompute) spec.precompute();
@@ -820,4 +828,18 @@ export function wasmEngine(spec: Spec): Engine {
       return out;
     },
   };
+}
+
+/** Copies baked masks into the runtime's cache, so no state needs a trie walk at load. */
+function installMasks(ex: SpecExports, b: import("./baked-vocab.js").BakedMasks, what: string): void {
+  const words = ex.mask_words();
+  if (b.words !== words || b.stateMask.length !== ex.state_count()) {
+    throw badWasm(`${what}: its baked masks do not fit its tables and vocabulary (${b.stateMask.length} states × ${b.words} words)`);
+  }
+  const dst = ex.out_ptr(words * 4);
+  for (let s = 0; s < b.stateMask.length; s++) {
+    const k = b.stateMask[s]!;
+    new Int32Array(ex.memory.buffer, dst, words).set(b.masks.subarray(k * words, (k + 1) * words));
+    if (ex.mask_install!(s, dst) < 0) throw badWasm(`${what}: the runtime refused baked mask ${k} of state ${s}`);
+  }
 }

@@ -30,7 +30,8 @@ nested recursive calls (default 8; parentheses in arithmetic, arrays/objects in 
 usage:
   specc compile SPEC -o OUT.wasm         compile a spec into a self-contained .wasm
                 [--emit ebnf|gbnf]       … or write its exact language as an XGrammar/llama.cpp grammar
-                [--vocab tokenizer.json] bake a vocabulary into the .wasm (custom section specc.vocab)
+                [--vocab tokenizer.json] bake a vocabulary and every state's mask into the .wasm
+                                         (custom sections specc.vocab, specc.masks)
                 [--max-depth N]          nesting bound of grammars (every command that compiles takes it,
                                          and --max-grammar-states N, the expansion's limit, default 100000)
   specc render  SPEC -o OUT.svg|OUT.dot  draw the agent's state diagram (a grammar: its rule graph)
@@ -205,6 +206,15 @@ async function cmdCompile(args: string[], io: Io, sources: Map<string, string>):
     let vocab;
     try { vocab = await Vocabulary.fromTokenizerJson(values.vocab); } catch (e) { throw new InputError(`${values.vocab}: ${(e as Error).message}`); }
     wasm = appendCustomSection(wasm, VOCAB_SECTION, serializeVocabulary(vocab.flat(), vocab.eos));
+    // …and every state's mask, computed once here, so loading needs no trie walk.
+    const { Spec } = await import("../bindings/spec.js");
+    const { serializeMasks, MASKS_SECTION } = await import("../bindings/baked-vocab.js");
+    const spec = await Spec.load(wasm, { precompute: true });
+    const words = spec.maskWords;
+    const stateMask = Uint32Array.from({ length: spec.stateCount }, (_, st) => spec.exports.mask_id(st));
+    const masks = new Int32Array(spec.distinctMasks * words);
+    for (let k = 0; k < spec.distinctMasks; k++) masks.set(spec.maskAt(k), k * words);
+    wasm = appendCustomSection(wasm, MASKS_SECTION, serializeMasks({ words, stateMask, masks }));
   }
   writeAtomic(out, wasm);
   if (isCompiledGrammar(c)) {

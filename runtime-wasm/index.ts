@@ -763,6 +763,24 @@ export function mask_count(): i32 {
   return vocabPhase == 2 ? <i32>nMasks : 0;
 }
 
+/**
+ * Install a precomputed mask for `state` (a vocabulary and its masks baked into the .wasm by
+ * `specc compile --vocab`): copies `mask_words()` words from `src` into the cache, sharing an equal
+ * mask. Returns the distinct-mask index, or -1 without vocabulary or for an invalid state. A state
+ * whose mask is already known keeps it.
+ */
+export function mask_install(state: i32, src: i32): i32 {
+  if (vocabPhase != 2 || !validState(state)) return -1;
+  const slot = stateMaskPtr + (<usize>state << 2);
+  let idx = load<i32>(slot);
+  if (idx >= 0) return idx;
+  const p = heap.alloc(maskBytes);
+  memory.copy(p, <usize>src, maskBytes);
+  idx = intern(p);
+  store<i32>(slot, idx);
+  return idx;
+}
+
 /** Compute the mask of every state; returns mask_count(), or -1 without vocabulary. */
 export function precompute_all(): i32 {
   if (vocabPhase != 2) return -1;

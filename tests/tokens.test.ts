@@ -78,7 +78,7 @@ describe("1000 seeded samples per example spec (Llama 3 vocabulary)", () => {
 });
 
 describe("a vocabulary baked into the .wasm (specc compile --vocab)", () => {
-  it("is attached at load and gives the same masks as passing the vocabulary", async () => {
+  it("is attached at load with its precomputed masks, equal to those of passing the vocabulary", async () => {
     const { main } = await import("../compiler/cli.js");
     const { mkdtempSync, statSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
@@ -91,6 +91,8 @@ describe("a vocabulary baked into the .wasm (specc compile --vocab)", () => {
     expect(statSync(out).size).toBeGreaterThan(100_000); // 32k tokens' bytes are in the file
     const baked = await Spec.load(out);
     expect(baked.hasVocabulary).toBe(true);
+    // the masks came baked too: they are in the cache before any state was asked for
+    expect(baked.distinctMasks).toBeGreaterThan(5);
     const vocab = Vocabulary.fromTokenizerJsonObject(loadTokenizerJson("llama2"));
     const given = await Spec.load(compileToWasm(load("examples/react.agent")), { vocab });
     expect(baked.maskWords).toBe(given.maskWords);
