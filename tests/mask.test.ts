@@ -4,6 +4,7 @@
  * brute-force walk of every token's bytes through the compiler's ByteDfa (`runBytes`): a text token
  * is allowed iff its bytes run, EOS iff the state accepts, other special tokens never.
  */
+import { seededRandom } from "../compiler/random.js";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -54,17 +55,7 @@ function compiled(name: string): { c: Compiled; wasm: Uint8Array } {
 
 // ---- Helpers -----------------------------------------------------------------------------------------
 
-/** A small seeded PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = seededRandom;
 
 /**
  * A synthetic vocabulary for a spec: every single byte, every substring of every marker (so also

@@ -68,6 +68,7 @@
  * identical columns merged. Limit: `maxStates` subset states (default 100,000) → SpecLimitError
  * `maxGrammarStates`, whose hint suggests a smaller --max-depth.
  */
+import { stronglyConnected } from "./analyze.js";
 import { SpecError, SpecLimitError } from "../diagnostics.js";
 import { liveness, minimize } from "../automata/minimize.js";
 import type { ByteSym, Cfg } from "./cfg.js";
@@ -198,44 +199,6 @@ export function callGraph(cfg: Cfg): { sites: CallSite[]; out: number[][] } {
   return { sites, out };
 }
 
-/** Strongly connected components; iterative Tarjan. */
-function stronglyConnected(n: number, succ: (v: number) => number[]): number[][] {
-  const index = new Int32Array(n).fill(-1);
-  const low = new Int32Array(n);
-  const onStack = new Uint8Array(n);
-  const stack: number[] = [];
-  const comps: number[][] = [];
-  let counter = 0;
-  for (let root = 0; root < n; root++) {
-    if (index[root] !== -1) continue;
-    const work: { v: number; i: number; next: number[] }[] = [];
-    const visit = (v: number) => {
-      index[v] = low[v] = counter++;
-      stack.push(v);
-      onStack[v] = 1;
-      work.push({ v, i: 0, next: succ(v) });
-    };
-    visit(root);
-    while (work.length) {
-      const top = work[work.length - 1]!;
-      if (top.i < top.next.length) {
-        const w = top.next[top.i++]!;
-        if (index[w] === -1) visit(w);
-        else if (onStack[w]) low[top.v] = Math.min(low[top.v]!, index[w]!);
-        continue;
-      }
-      work.pop();
-      if (work.length) { const p = work[work.length - 1]!.v; low[p] = Math.min(low[p]!, low[top.v]!); }
-      if (low[top.v] === index[top.v]) {
-        const c: number[] = [];
-        let w: number;
-        do { w = stack.pop()!; onStack[w] = 0; c.push(w); } while (w !== top.v);
-        comps.push(c);
-      }
-    }
-  }
-  return comps;
-}
 
 // ───────────────────────────── the transition network ─────────────────────────────
 
