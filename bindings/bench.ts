@@ -423,7 +423,8 @@ export function xgrammarWorkaroundEbnf(ebnf: string): { text: string; rewritten:
   return { text, rewritten, unfixable };
 }
 
-export type XGrammarVariant = "as-emitted" | "workaround";
+/** as-emitted / workaround: the EBNF specc emits (see below); original: a .gbnf/.ebnf spec's own text. */
+export type XGrammarVariant = "as-emitted" | "workaround" | "original";
 
 export interface MaskDiffExample {
   step: number;
@@ -539,7 +540,9 @@ export async function benchXGrammar(xv: XGrammarVocab, c: PreparedCase, variant:
   const { vocab } = c.vocab;
   const emitted = emitGrammar(c.compiled.byteDfa, "ebnf", c.compiled.ir.name);
   const w = variant === "workaround" ? xgrammarWorkaroundEbnf(emitted) : undefined;
-  const grammar = w ? w.text : emitted;
+  // For a grammar spec, XGrammar also gets the grammar text itself: its pushdown automaton on the
+  // real grammar (unbounded nesting) against specc's bounded-nesting DFA.
+  const grammar = variant === "original" ? readFileSync(c.specPath, "utf8") : w ? w.text : emitted;
   let t0 = now();
   const cg = await xv.compiler.compileGrammar(grammar);
   const compileMs = since(t0) / 1e6;
@@ -1765,7 +1768,8 @@ export async function runBench(o: RunBenchOptions): Promise<number> {
     const xv = await prepareXGrammarVocab(v);
     try {
       r.xgrammar = [];
-      for (const variant of ["as-emitted", "workaround"] as const) {
+      const isGrammar = /\.(gbnf|ebnf)$/.test(o.spec);
+      for (const variant of (isGrammar ? ["original", "as-emitted", "workaround"] : ["as-emitted", "workaround"]) as XGrammarVariant[]) {
         io.err(`specc bench: XGrammar (${variant} EBNF): compiling the grammar for ${v.vocab.size} tokens (this takes seconds to minutes)…`);
         r.xgrammar.push(await benchXGrammar(xv, c, variant, Math.max(2, Math.round(iterations / 10)), r.warmFill));
       }
