@@ -4,8 +4,9 @@
  * brute-force walk of every token's bytes through the compiler's ByteDfa (`runBytes`): a text token
  * is allowed iff its bytes run, EOS iff the state accepts, other special tokens never.
  */
+import { ensureRuntime } from "./helpers/runtime.js";
 import { seededRandom } from "../compiler/random.js";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -31,16 +32,7 @@ const dec = new TextDecoder();
 
 const EXAMPLES = ["react", "react-brackets", "react-tools", "chat-bot", "reflexion", "react-zh"] as const;
 
-beforeAll(async () => {
-  if (!existsSync(join(root, "build", "runtime.wasm"))) {
-    const asc = (await import("assemblyscript/asc")).default;
-    const { error } = await asc.main(["runtime-wasm/index.ts", "--config", "asconfig.json", "--target", "release"], {
-      stdout: process.stdout,
-      stderr: process.stderr,
-    } as never);
-    if (error) throw error;
-  }
-}, 60_000);
+beforeAll(ensureRuntime, 60_000);
 
 const compiledCache = new Map<string, { c: Compiled; wasm: Uint8Array }>();
 function compiled(name: string): { c: Compiled; wasm: Uint8Array } {

@@ -1,7 +1,7 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { ensureRuntime } from "./helpers/runtime.js";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ByteFlag, type ByteDfa, type StateIR } from "../compiler/ir.js";
 import { SpecLimitError, formatDiagnostic } from "../compiler/diagnostics.js";
@@ -144,16 +144,7 @@ let tables: Uint8Array;
 let wasm: Uint8Array;
 
 beforeAll(async () => {
-  const root = fileURLToPath(new URL("..", import.meta.url));
-  if (!existsSync(join(root, "build", "runtime.wasm"))) {
-    // Same as `npm run build:runtime`, for a bare `vitest run` in a fresh checkout.
-    const asc = (await import("assemblyscript/asc")).default;
-    const { error } = await asc.main(["runtime-wasm/index.ts", "--config", "asconfig.json", "--target", "release"], {
-      stdout: process.stdout,
-      stderr: process.stderr,
-    } as never);
-    if (error) throw error;
-  }
+  await ensureRuntime();
   runtime = loadRuntimeWasm();
   tables = serializeTables(toyDfa(), toyStates());
   wasm = emitWasm(runtime, tables);
