@@ -9,6 +9,7 @@
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { parseArgs } from "node:util";
+import { PDA_MAX_STACK } from "./grammar/pda.js";
 import { compileGrammarSource, compileIR, compileToWasm, isGrammarFile, parseSpecBytes, type CompiledGrammar, type Limits } from "./compile.js";
 import { decodeSource } from "./frontend/parse.js";
 import { SpecError, formatDiagnostic } from "./diagnostics.js";
@@ -24,16 +25,18 @@ class UsageError extends Error {}
 const USAGE = `specc — compile agent specs into automata and a WebAssembly runtime for constrained decoding
 
 SPEC is an agent spec (.agent) or a grammar (.gbnf/.ebnf: the whole output must be a sentence of
-its rule root, or of --start RULE). Grammars compile to a DFA that is exact up to --max-depth N
-nested recursive calls (default 8; parentheses in arithmetic, arrays/objects in JSON).
+its rule root, or of --start RULE). A grammar compiles to a pushdown automaton, exact at any
+nesting depth; with --max-depth N, to a plain DFA exact up to N nested recursive calls
+(parentheses in arithmetic, arrays/objects in JSON). Grammars inside agent states use the DFA
+(their :max-depth, else --max-depth, else 8).
 
 usage:
   specc compile SPEC -o OUT.wasm         compile a spec into a self-contained .wasm
                 [--emit ebnf|gbnf]       … or write its exact language as an XGrammar/llama.cpp grammar
                 [--vocab tokenizer.json] bake a vocabulary and every state's mask into the .wasm
                                          (custom sections specc.vocab, specc.masks)
-                [--max-depth N]          nesting bound of grammars (every command that compiles takes it,
-                                         and --max-grammar-states N, the expansion's limit, default 100000)
+                [--max-depth N]          compile grammars to a DFA with this nesting bound (every command
+                                         that compiles takes it, and --max-grammar-states N, default 100000)
   specc render  SPEC -o OUT.svg|OUT.dot  draw the agent's state diagram (a grammar: its rule graph)
                                          [--level states|bytes]
   specc check   SPEC|OUT.wasm --trace T.json [--json]
@@ -219,8 +222,15 @@ async function cmdCompile(args: string[], io: Io, sources: Map<string, string>):
   writeAtomic(out, wasm);
   if (isCompiledGrammar(c)) {
     const g = c.grammar;
-    io.out(`${out}: ${wasm.length} bytes · grammar ${c.ir.name} (start ${g.cfg.rules[g.cfg.start]!.name}) · byte DFA ${c.byteDfa.nStates} states × ${c.byteDfa.nClasses} classes · ` +
-      (g.depthLimited ? `exact up to nesting depth ${g.maxDepth} (deeper nesting is not offered; --max-depth N)` : "exact (nothing nests)"));
+    const head = `${out}: ${wasm.length} bytes · grammar ${c.ir.name} (start ${g.cfg.rules[g.cfg.start]!.name}) · `;
+    if (g.mode === "pushdown" && g.calledRules.length > 0) {
+      const calls = c.byteDfa.calls!.reduce((n, l) => n + l.length, 0);
+      io.out(head + `pushdown automaton ${c.byteDfa.nStates} states × ${c.byteDfa.nClasses} classes, ${calls} call edges into ${g.calledRules.join(", ")} · ` +
+        `exact at any nesting depth (stack ≤ ${PDA_MAX_STACK} frames)`);
+    } else {
+      io.out(head + `byte DFA ${c.byteDfa.nStates} states × ${c.byteDfa.nClasses} classes · ` +
+        (g.depthLimited ? `exact up to nesting depth ${g.maxDepth} (deeper nesting is not offered; leave out --max-depth for a pushdown automaton)` : "exact (nothing nests)"));
+    }
   } else {
     io.out(`${out}: ${wasm.length} bytes · ${c.ir.states.length} spec states · state DFA ${c.minStateDfa.nStates} · byte DFA ${c.byteDfa.nStates} states × ${c.byteDfa.nClasses} classes`);
   }

@@ -13,7 +13,8 @@ import { emitWasm, loadRuntimeWasm } from "./emit-wasm.js";
 import { decodeSource, parseSExprs } from "./frontend/parse.js";
 import { parseGrammar } from "./grammar/index.js";
 import type { Cfg } from "./grammar/cfg.js";
-import { DEFAULT_MAX_DEPTH, grammarToDfa, type GrammarDfa } from "./grammar/regular.js";
+import { grammarToPda, type GrammarPda } from "./grammar/pda.js";
+import { grammarToDfa, type GrammarDfa } from "./grammar/regular.js";
 import { ByteFlag, type ByteDfa, type Compiled, type SpecIR } from "./ir.js";
 import { lower, type LowerOptions } from "./lower.js";
 import { serializeTables } from "./tables.js";
@@ -64,9 +65,14 @@ export function compileToWasm(c: Compiled): Uint8Array {
 export interface CompiledGrammar extends Compiled {
   grammar: {
     cfg: Cfg;
+    /** "pushdown": exact, unbounded nesting (grammar/pda.ts); "bounded": a DFA up to maxDepth (grammar/regular.ts). */
+    mode: "pushdown" | "bounded";
+    /** The nesting bound of "bounded" mode; Infinity in "pushdown" mode. */
     maxDepth: number;
-    /** Some nesting deeper than maxDepth exists and is not offered. */
+    /** Some nesting deeper than maxDepth exists and is not offered (always false in "pushdown" mode). */
     depthLimited: boolean;
+    /** Rules entered through the stack ("pushdown" mode; empty when the grammar does not nest). */
+    calledRules: string[];
     /** Subset states before trimming and minimization. */
     rawStates: number;
   };
@@ -78,26 +84,38 @@ export function isGrammarFile(path: string): boolean {
   return GRAMMAR_EXTENSIONS.some((e) => path.toLowerCase().endsWith(e));
 }
 
-/** A grammar DFA as the runtime's ByteDfa: no spec states, no env, no markers. */
-export function grammarByteDfa(d: GrammarDfa): ByteDfa {
+/** A grammar DFA (or pushdown automaton) as the runtime's ByteDfa: no spec states, no env, no markers. */
+export function grammarByteDfa(d: GrammarDfa | GrammarPda): ByteDfa {
+  const calls = "calls" in d && d.calls.some((c) => c.length > 0) ? { calls: d.calls } : {};
   return {
     nStates: d.nStates, nClasses: d.nClasses, classMap: d.classMap, initial: d.initial, trans: d.trans,
     flags: Uint8Array.from(d.accepting, (a) => (a ? ByteFlag.Accepting : 0)),
     specState: new Int32Array(d.nStates).fill(-1),
     envNext: new Int32Array(d.nStates).fill(-1),
     nextMarkers: Array.from({ length: d.nStates }, () => []),
+    ...calls,
   };
 }
 
 /**
  * Compiles GBNF/EBNF text (the whole generation must be a sentence, from the rule `start`). The
- * spec-level parts of the result are trivial: no states, a one-state state DFA.
+ * spec-level parts of the result are trivial: no states, a one-state state DFA. Without
+ * `limits.maxDepth` the grammar compiles to a pushdown automaton (exact at any nesting depth);
+ * with it, to the bounded-depth DFA of grammar/regular.ts.
  */
 export function compileGrammarSource(text: string, file: string, limits: Limits = {}, start = "root"): CompiledGrammar {
   const cfg = parseGrammar(text, file, { start });
-  const maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
-  const r = grammarToDfa(cfg, { maxDepth, maxStates: limits.maxGrammarStates, name: file });
-  const byteDfa = grammarByteDfa(r.dfa);
+  let byteDfa: ByteDfa;
+  let info: Omit<CompiledGrammar["grammar"], "cfg">;
+  if (limits.maxDepth === undefined) {
+    const r = grammarToPda(cfg, { maxStates: limits.maxGrammarStates, name: file });
+    byteDfa = grammarByteDfa(r.pda);
+    info = { mode: "pushdown", maxDepth: Infinity, depthLimited: false, rawStates: r.rawStates, calledRules: r.calledRules };
+  } else {
+    const r = grammarToDfa(cfg, { maxDepth: limits.maxDepth, maxStates: limits.maxGrammarStates, name: file });
+    byteDfa = grammarByteDfa(r.dfa);
+    info = { mode: "bounded", maxDepth: limits.maxDepth, depthLimited: r.depthLimited, rawStates: r.rawStates, calledRules: [] };
+  }
   const span = cfg.rules[cfg.start]?.span ?? { file, line: 1, col: 1, offset: 0, end: 0 };
   const name = file.replace(/^.*[\\/]/, "").replace(/\.[^.]*$/, "") || "grammar";
   const ir: SpecIR = { name, file, states: [], behavior: { op: "or", args: [], span }, constraints: [] };
@@ -105,6 +123,6 @@ export function compileGrammarSource(text: string, file: string, limits: Limits 
   return {
     ir, nfa: { nStates: 1, initial: 0, accepting: [0], edges: [] }, stateDfa, minStateDfa: stateDfa,
     rawByteDfa: () => byteDfa, byteDfa,
-    grammar: { cfg, maxDepth, depthLimited: r.depthLimited, rawStates: r.rawStates },
+    grammar: { cfg, ...info },
   };
 }

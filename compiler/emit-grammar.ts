@@ -120,7 +120,11 @@ function esc(cp: number): string {
   return "\\U" + cp.toString(16).padStart(8, "0");
 }
 
-/** The grammar text. `root` is the initial state; every accepting state may end. */
+/**
+ * The grammar text. `root` is the initial state; every accepting state may end. A rule `sN` derives
+ * what state N reads until its machine ends, so a pushdown automaton's call edge [start, ret] is
+ * simply the alternative `s<start> s<ret>`.
+ */
 export function emitGrammar(d: ByteDfa, dialect: GrammarDialect, title = "spec"): string {
   const name = (s: number) => `s${s}`;
   const lines = [
@@ -141,6 +145,8 @@ export function emitGrammar(d: ByteDfa, dialect: GrammarDialect, title = "spec")
       const cls = ranges.map((r) => (r.lo === r.hi ? esc(r.lo) : `${esc(r.lo)}-${esc(r.hi)}`)).join("");
       alts.push(`[${cls}] ${name(to)}`);
     }
+    // A pushdown grammar's call edge: the called machine's sentence, then the return state's rest.
+    for (const [start, ret] of d.calls?.[s] ?? []) alts.push(`${name(start)} ${name(ret)}`);
     if (d.envNext[s]! >= 0) { alts.push(`env ${name(d.envNext[s]!)}`); needsEnv = true; }
     if (d.flags[s]! & ByteFlag.Accepting) alts.push(`""`);
     lines.push(`${name(s)} ::= ${alts.length ? alts.join(" | ") : `""`}`);

@@ -127,6 +127,11 @@ export interface ByteDfa {
   envNext: Int32Array;
   /** Spec states whose marker may be committed next (sorted), for each state. */
   nextMarkers: number[][];
+  /**
+   * Pushdown grammars only (grammar/pda.ts): per state, call edges [start, ret]. With calls, the
+   * Accepting flag means "this machine may end" (pop the stack, or accept when it is empty).
+   */
+  calls?: (readonly [number, number])[][];
 }
 
 /** Everything `specc compile` produces before serialization. */

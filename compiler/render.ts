@@ -182,6 +182,8 @@ export function byteSetLabel(bytes: number[]): string {
  * marker was committed last; accepting = double border, Yield = dashed, AfterEnv = dotted. Edges are
  * grouped per (from, to) and labeled with the bytes they carry; on a state whose transitions cover
  * every byte, the widest edge is labeled `other`. Env steps (`envNext`) are dashed edges labeled `env`.
+ * A pushdown grammar's calls are bold red `call` edges to the called machine's start and dotted red
+ * edges to the state its end returns to; accepting (double border) then means "this machine may end".
  */
 export function byteDot(ir: SpecIR, d: ByteDfa, opts: ByteDotOptions = {}): string {
   const maxNodes = opts.maxNodes ?? DEFAULT_MAX_RENDER_NODES;
@@ -238,6 +240,11 @@ export function byteDot(ir: SpecIR, d: ByteDfa, opts: ByteDotOptions = {}): stri
     }
     const e = d.envNext[s]!;
     if (e >= 0) lines.push(`  b${s} -> b${e} [label="env", style=dashed, color="#3a5a8c", fontcolor="#3a5a8c"];`);
+    // Pushdown grammars: a call enters `start` and, when that machine ends, returns to `ret`.
+    for (const [start, ret] of d.calls?.[s] ?? []) {
+      lines.push(`  b${s} -> b${start} [label="call", style=bold, color="#b03a2e", fontcolor="#b03a2e"];`);
+      lines.push(`  b${s} -> b${ret} [label=${dotString(`after b${start}…`)}, style=dotted, color="#b03a2e", fontcolor="#b03a2e"];`);
+    }
   }
   lines.push("}");
   return lines.join("\n") + "\n";

@@ -13,7 +13,7 @@ import type { ByteDfa, StateIR } from "./ir.js";
 /** Address of the tables in linear memory. */
 export const TABLE_BASE = 16;
 export const TABLES_MAGIC = 0x43435053; // bytes "S P C C"
-export const TABLES_VERSION = 2;
+export const TABLES_VERSION = 3;
 export const TABLES_BOM = 0xfeff;
 export const HEADER_SIZE = 64;
 /** The runtime's static data starts at 2 MiB; the tables live in [TABLE_BASE, 2 MiB). */
@@ -68,6 +68,12 @@ function checkDfa(dfa: ByteDfa, nSpec: number): void {
   for (let i = 0; i < dfa.trans.length; i++) {
     const t = dfa.trans[i]!;
     if (t < -1 || t >= nStates) bad(`trans[${i}] = ${t}`);
+  }
+  if (dfa.calls) {
+    if (dfa.calls.length !== nStates) bad(`calls has ${dfa.calls.length} entries`);
+    for (let s = 0; s < nStates; s++) {
+      for (const [st, rt] of dfa.calls[s]!) if (!(st >= 0 && st < nStates && rt >= 0 && rt < nStates)) bad(`calls[${s}] = [${st}, ${rt}]`);
+    }
   }
   for (const [name, arr] of [["flags", dfa.flags], ["specState", dfa.specState], ["envNext", dfa.envNext]] as const) {
     if (arr.length !== nStates) bad(`${name} has ${arr.length} entries`);
@@ -178,6 +184,10 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
   });
   const offSpec = align4(p);
   p = offSpec + SPEC_RECORD * nSpec;
+  // Call edges (format 3, pushdown grammars only): u32 index[nStates + 1] into (u16 start, u16 ret) pairs.
+  const callPairs = dfa.calls ? dfa.calls.reduce((n, c) => n + c.length, 0) : 0;
+  const offCalls = callPairs > 0 ? p : 0;
+  if (callPairs > 0) p += 4 * (nStates + 1) + 4 * callPairs;
   const strOffs = states.map((_, i) => {
     const m = p;
     p += markers[i]!.length;
@@ -211,7 +221,18 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
   v.setUint32(40, offSets, true);
   v.setUint32(44, sets.length, true);
   v.setUint32(48, offSpec, true);
-  // 52..63 reserved, already 0.
+  v.setUint32(52, offCalls, true);
+  v.setUint32(56, callPairs, true);
+  // 60..63 reserved, already 0.
+  if (callPairs > 0) {
+    let k = 0;
+    const pairs = offCalls + 4 * (nStates + 1);
+    for (let s = 0; s < nStates; s++) {
+      v.setUint32(offCalls + 4 * s, k, true);
+      for (const [st, rt] of dfa.calls![s]!) { v.setUint16(pairs + 4 * k, st, true); v.setUint16(pairs + 4 * k + 2, rt, true); k++; }
+    }
+    v.setUint32(offCalls + 4 * nStates, k, true);
+  }
 
   out.set(dfa.classMap, offClassmap);
   for (let s = 0; s < nStates; s++) v.setUint32(offTrans + 4 * s, rowOffs[rowOf[s]!]!, true);
@@ -271,7 +292,7 @@ export function parseTables(bytes: Uint8Array): { dfa: ByteDfa; states: TableSpe
   if (total > MAX_TABLES_BYTES) fail(`total length ${total} exceeds the limit of ${MAX_TABLES_BYTES} bytes`);
   if (len < total) fail(`truncated: the header says ${total} bytes, got ${len}`);
   if (len > total) fail(`${len - total} trailing bytes after the ${total} bytes the header announces`);
-  for (let o = 52; o < HEADER_SIZE; o += 4) if (v.getUint32(o, true) !== 0) fail(`reserved header word at ${o} is not 0`);
+  for (let o = 60; o < HEADER_SIZE; o += 4) if (v.getUint32(o, true) !== 0) fail(`reserved header word at ${o} is not 0`);
 
   const nStates = v.getUint32(12, true);
   const nClasses = v.getUint32(16, true);
@@ -300,6 +321,11 @@ export function parseTables(bytes: Uint8Array): { dfa: ByteDfa; states: TableSpe
   region("state info", offInfo, 8 * nStates);
   region("set offsets", offSets, 4 * nSets);
   region("spec records", offSpec, SPEC_RECORD * nSpec);
+
+  const offCalls = v.getUint32(52, true);
+  const nCallPairs = v.getUint32(56, true);
+  if ((offCalls === 0) !== (nCallPairs === 0)) fail(`call table offset ${offCalls} with ${nCallPairs} call pairs`);
+  if (nCallPairs > 0) region("call table", offCalls, 4 * (nStates + 1) + 4 * nCallPairs);
 
   const classMap = bytes.slice(offClassmap, offClassmap + 256);
   for (let b = 0; b < 256; b++) if (classMap[b]! >= nClasses) fail(`classmap[${b}] = ${classMap[b]} >= nClasses ${nClasses}`);
@@ -359,6 +385,28 @@ export function parseTables(bytes: Uint8Array): { dfa: ByteDfa; states: TableSpe
     nextMarkers.push(sets[set]!.slice());
   }
 
+  let calls: [number, number][][] | undefined;
+  if (nCallPairs > 0) {
+    calls = [];
+    const pairs = offCalls + 4 * (nStates + 1);
+    let prev = 0;
+    for (let s = 0; s < nStates; s++) {
+      const a = v.getUint32(offCalls + 4 * s, true);
+      const b = v.getUint32(offCalls + 4 * s + 4, true);
+      if (a !== prev || b < a || b > nCallPairs) fail(`call index of state ${s} is [${a}, ${b}) (must continue at ${prev}, within ${nCallPairs})`);
+      prev = b;
+      const list: [number, number][] = [];
+      for (let k = a; k < b; k++) {
+        const st = v.getUint16(pairs + 4 * k, true);
+        const rt = v.getUint16(pairs + 4 * k + 2, true);
+        if (st >= nStates || rt >= nStates) fail(`call ${k} of state ${s} names state ${Math.max(st, rt)} >= nStates ${nStates}`);
+        list.push([st, rt]);
+      }
+      calls.push(list);
+    }
+    if (prev !== nCallPairs) fail(`the call index ends at ${prev}, not at ${nCallPairs}`);
+  }
+
   const dec = new TextDecoder("utf-8", { fatal: true });
   const str = (what: string, off: number, size: number): string => {
     region(what, off, size);
@@ -379,7 +427,7 @@ export function parseTables(bytes: Uint8Array): { dfa: ByteDfa; states: TableSpe
   }
 
   return {
-    dfa: { nStates, nClasses, classMap, initial, trans, flags, specState, envNext, nextMarkers },
+    dfa: { nStates, nClasses, classMap, initial, trans, flags, specState, envNext, nextMarkers, ...(calls ? { calls } : {}) },
     states,
   };
 }

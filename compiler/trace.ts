@@ -9,6 +9,7 @@
 import { SpecError } from "./diagnostics.js";
 import { ByteFlag, type ByteDfa } from "./ir.js";
 import { runBytes } from "./automata/bytes.js";
+import { PdaRunner, type PdaConfig } from "./grammar/pda.js";
 
 export interface Segment { by: "prompt" | "llm" | "env"; text: string }
 export interface Trace { segments: Segment[] }
@@ -26,6 +27,7 @@ export interface Engine {
 }
 
 export function byteDfaEngine(d: ByteDfa): Engine {
+  if (d.calls) return pdaEngine(d);
   return {
     initial: () => d.initial,
     feed: (s, b) => runBytes(d, s, b),
@@ -33,6 +35,38 @@ export function byteDfaEngine(d: ByteDfa): Engine {
     flags: (s) => d.flags[s]!,
     specState: (s) => d.specState[s]!,
     nextMarkers: (s) => d.nextMarkers[s]!,
+  };
+}
+
+/**
+ * A pushdown grammar (grammar/pda.ts) as an Engine: the opaque states are configurations, numbered
+ * in order of first appearance (so equal configurations are equal numbers); flags: Accepting only.
+ */
+export function pdaEngine(d: ByteDfa): Engine {
+  const runner = new PdaRunner({ ...d, accepting: Uint8Array.from(d.flags, (f) => f & ByteFlag.Accepting), calls: d.calls! });
+  const configs: PdaConfig[] = [];
+  const ids = new Map<string, number>();
+  const id = (c: PdaConfig): number => {
+    const k = PdaRunner.key(c);
+    let n = ids.get(k);
+    if (n === undefined) { n = configs.length; ids.set(k, n); configs.push(c); }
+    return n;
+  };
+  const initial = id(runner.start());
+  return {
+    initial: () => initial,
+    feed: (s, bytes) => {
+      let c: PdaConfig | null = configs[s]!;
+      for (let i = 0; i < bytes.length; i++) {
+        c = runner.step(c, bytes[i]!);
+        if (!c) return -(1 + i);
+      }
+      return id(c);
+    },
+    env: () => -1,
+    flags: (s) => (configs[s]!.accept ? ByteFlag.Accepting : 0),
+    specState: () => -1,
+    nextMarkers: () => [],
   };
 }
 

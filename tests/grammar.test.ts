@@ -22,6 +22,7 @@ import {
   parseGrammar, printGbnf, recognize, sampleSentence, seededRandom, viablePrefix, type GrammarOptions,
 } from "../compiler/grammar/index.js";
 import { leftRecursiveComponents, removeLeftRecursion } from "../compiler/grammar/left-recursion.js";
+import { PdaRunner, grammarToPda } from "../compiler/grammar/pda.js";
 import { NameGen } from "../compiler/grammar/lower.js";
 import { complementCodePoints, decodeUtf8Sequence, encodeUtf8, normalizeCodePoints, utf8Sequences } from "../compiler/grammar/utf8.js";
 
@@ -668,8 +669,9 @@ describe("XGrammar agrees (@mlc-ai/web-xgrammar, when it is installed)", () => {
     }
   });
 
-  it("every example and its printed form load in XGrammar, which accepts and rejects the same strings", async (ctx) => {
+  it("every example and its printed form load in XGrammar, which accepts and rejects the same strings (as do Earley and the pushdown automaton)", async (ctx) => {
     if (!xgr) ctx.skip();
+    const pda = new Map(exampleFiles.map((f) => [f, new PdaRunner(grammarToPda(example(f)).pda)] as const));
     for (const f of exampleFiles) {
       const cfg = example(f);
       for (const src of [source(f), printGbnf(cfg)]) {
@@ -682,7 +684,12 @@ describe("XGrammar agrees (@mlc-ai/web-xgrammar, when it is installed)", () => {
           const i = Math.floor(random() * (chars.length + 1));
           strings.push(s, [...chars.slice(0, i), ...chars.slice(i + 1)].join(""));
         }
-        for (const s of strings) expect(await xgr!.Testings.isGrammarAcceptString(g, s), `${f}: ${JSON.stringify(s)}`).toBe(recognize(cfg, s));
+        for (const s of strings) {
+          const ours = recognize(cfg, s);
+          expect(await xgr!.Testings.isGrammarAcceptString(g, s), `${f}: ${JSON.stringify(s)}`).toBe(ours);
+          // …and the pushdown automaton the runtime runs (grammar/pda.ts) says the same.
+          expect(pda.get(f)!.accepts(new TextEncoder().encode(s)), `pushdown ${f}: ${JSON.stringify(s)}`).toBe(ours);
+        }
       }
     }
   });

@@ -106,13 +106,20 @@ export interface GrammarDfaResult {
   rawStates: number;
 }
 
-/** A limit of the grammar → DFA expansion; the hint points at --max-depth. */
+/** A limit of the grammar → DFA expansion (the hint points at --max-depth) or of the pushdown compilation (maxDepth = Infinity). */
 export class GrammarLimitError extends SpecLimitError {
   override readonly hint: string;
   constructor(limit: string, value: number, max: number, maxDepth: number, name?: string) {
     super(limit, value, max, null);
     this.name = "GrammarLimitError";
-    this.message = `limit exceeded: the DFA of grammar ${name ?? "(inline)"} at nesting depth ${maxDepth} would need more than ${max} ${limit === "maxGrammarStates" ? "states" : "configurations"} (${limit})`;
+    const what = `${limit === "maxGrammarStates" ? "states" : "configurations"} (${limit})`;
+    if (maxDepth === Infinity) {
+      // The pushdown compilation (pda.ts): no depth to lower.
+      this.message = `limit exceeded: the pushdown automaton of grammar ${name ?? "(inline)"} would need more than ${max} ${what}`;
+      this.hint = "raise --max-grammar-states, or simplify the grammar";
+      return;
+    }
+    this.message = `limit exceeded: the DFA of grammar ${name ?? "(inline)"} at nesting depth ${maxDepth} would need more than ${max} ${what}`;
     this.hint = `lower --max-depth (now ${maxDepth}; nested constructs multiply the states, e.g. JSON doubles them per level)` +
       (limit === "maxGrammarStates" ? ", or raise --max-grammar-states" : "");
   }
@@ -202,12 +209,13 @@ export function callGraph(cfg: Cfg): { sites: CallSite[]; out: number[][] } {
 
 // ───────────────────────────── the transition network ─────────────────────────────
 
-const END = 0;
-const K_END = 0;
-const K_BYTES = 1;
-const K_CALL = 2;
+export const END = 0;
+export const K_END = 0;
+export const K_BYTES = 1;
+export const K_CALL = 2;
 
-interface Network {
+/** The grammar as a recursive transition network (shared with the pushdown compilation, pda.ts). */
+export interface Network {
   /** Per position: kind, argument (byte-set id or rule), next position, cut flag. */
   kind: number[];
   arg: number[];
@@ -219,7 +227,7 @@ interface Network {
   /** Per byte: the byte sets that contain it. */
 }
 
-function buildNetwork(cfg: Cfg): Network {
+export function buildNetwork(cfg: Cfg): Network {
   const { sites, out } = callGraph(cfg);
   const net: Network = { kind: [K_END], arg: [0], next: [0], cut: [0], entries: [], byteSets: [] };
   const setIds = new Map<string, number>();
@@ -262,7 +270,7 @@ function buildNetwork(cfg: Cfg): Network {
 }
 
 /** Byte classes: bytes contained in exactly the same byte sets share a class. */
-function byteClasses(sets: readonly ByteSym[]): { classMap: Uint8Array; nClasses: number; reps: number[] } {
+export function byteClasses(sets: readonly ByteSym[]): { classMap: Uint8Array; nClasses: number; reps: number[] } {
   const member: number[][] = Array.from({ length: 256 }, () => []);
   sets.forEach((s, i) => { for (const [lo, hi] of s.ranges) for (let b = lo; b <= hi; b++) member[b]!.push(i); });
   const classMap = new Uint8Array(256);

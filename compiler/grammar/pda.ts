@@ -1,0 +1,407 @@
+/**
+ * @fileoverview A context-free grammar (cfg.ts) compiled into a PUSHDOWN automaton for unbounded
+ * nesting: byte-level DFA states plus CALL edges, run with a stack of return states.
+ *
+ * Why this shape. regular.ts expands the grammar into one DFA up to a nesting bound; the states
+ * double per level for JSON, so deep nesting cannot be had that way. Here every RECURSION CUT of
+ * the call graph (regular.ts `callGraph`: the call that opens a nested construct, e.g. JSON `value`
+ * inside an array or an object, `expr` inside parentheses) becomes a call edge instead of being
+ * expanded. What remains between two cuts is finite (tail calls are jumps, other calls are bounded
+ * by the cut analysis), so it determinizes exactly like regular.ts at depth 0: one subset state per
+ * set of (local stack, position) items. A state therefore has
+ *   - byte transitions (by byte class), as in any DFA of the runtime;
+ *   - `end` (the `accepting` flag): the machine it belongs to may finish here — pop the runtime
+ *     stack and continue in the return state on top, or, with an empty stack, accept the sentence;
+ *   - call edges [start, ret]: enter the called rule's start state with `ret` pushed.
+ * One state numbering covers all machines (the start rule's and each called rule's), so the
+ * tables are the runtime's ordinary DFA tables plus a call list per state (docs/abi.md, format 3).
+ *
+ * Semantics (the reference, `PdaRunner` below; the runtime implements the same): a configuration
+ * is a set of pairs (state, stack). Its CLOSURE adds, for each pair, the pairs reached by calls
+ * (push ret, go to start) and by ends (pop: continue in the popped return state), and notes
+ * acceptance (an end with an empty stack). A byte steps every pair that has a transition on it and
+ * closes the result. Pairs are kept only if their state reads bytes, so equal futures give equal
+ * sets. Nondeterminism (ambiguous grammars, a rule that may end or go on) is simply several pairs.
+ * Termination: left recursion is rewritten away before this stage, so a chain of calls that reads
+ * no byte visits each rule at most once; pops shrink the stack; the closure is a set (no pair is
+ * expanded twice). Limits, both order-independent and both what the runtime does too:
+ *   - `maxStack` frames. NEED(q) (`pdaNeed`) is how many frames above the current one state q needs
+ *     at least to finish its machine (0 if bytes alone get it to an end). A pair (q, stack of k
+ *     frames) exists only if k + need(q) ≤ maxStack — every frame below was checked the same way
+ *     when it was pushed, at its own level — so every configuration can still be completed within
+ *     the limit: deeper nesting is simply not offered, and no mask ever leads into a dead end.
+ *   - `maxPairs` pairs visited by one closure: a byte whose closure is larger (only pathologically
+ *     ambiguous grammars get there) is not offered.
+ *
+ * Every state is trimmed to be productive (it can finish its machine) and reachable, so every
+ * configuration the runner produces can be completed: masks never lead into a dead end. Then
+ * Hopcroft minimization (call edges are symbols too) with canonical numbering, so equal grammars
+ * give byte-identical tables.
+ */
+import { SpecError } from "../diagnostics.js";
+import { minimize } from "../automata/minimize.js";
+import type { Cfg } from "./cfg.js";
+import {
+  DEFAULT_MAX_GRAMMAR_STATES, END, GrammarLimitError, K_BYTES, K_CALL, K_END, buildNetwork, byteClasses, mergeClasses,
+  type GrammarDfa,
+} from "./regular.js";
+
+/** Most stack frames (pending nested constructs) a configuration may hold; the runtime uses the same. */
+export const PDA_MAX_STACK = 1024;
+/** Most (state, stack) pairs one closure may visit; the runtime uses the same. */
+export const PDA_MAX_PAIRS = 256;
+
+/** A grammar DFA whose `accepting` means "may end its machine", plus call edges. */
+export interface GrammarPda extends GrammarDfa {
+  /** Per state: call edges as [start, ret] pairs, sorted by start then ret. */
+  calls: (readonly [number, number])[][];
+}
+
+export interface GrammarPdaResult {
+  pda: GrammarPda;
+  /** Subset states before trimming and minimization. */
+  rawStates: number;
+  /** Rules entered by a call edge (the recursion cuts' targets). */
+  calledRules: string[];
+}
+
+export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string } = {}): GrammarPdaResult {
+  const maxStates = opts.maxStates ?? DEFAULT_MAX_GRAMMAR_STATES;
+  const net = buildNetwork(cfg);
+  const P = net.kind.length;
+  const { classMap, nClasses, reps } = byteClasses(net.byteSets);
+  const posClass = new Uint8Array(P * nClasses);
+  for (let p = 0; p < P; p++) {
+    if (net.kind[p] !== K_BYTES) continue;
+    const s = net.byteSets[net.arg[p]!]!;
+    for (let c = 0; c < nClasses; c++) {
+      const b = reps[c]!;
+      if (s.ranges.some(([lo, hi]) => b >= lo && b <= hi)) posClass[p * nClasses + c] = 1;
+    }
+  }
+
+  // Local stacks (calls that are not cuts), interned; 0 is the empty stack.
+  const stParent: number[] = [0];
+  const stPos: number[] = [0];
+  const stIds = new Map<number, number>();
+  const push = (s: number, pos: number): number => {
+    const key = s * P + pos;
+    let id = stIds.get(key);
+    if (id === undefined) { id = stParent.length; stIds.set(key, id); stParent.push(s); stPos.push(pos); }
+    return id;
+  };
+
+  interface Closure { kernel: number[]; accept: boolean; calls: Map<number, number[]> }
+  const itemMemo = new Map<number, Closure>();
+  const closeItem = (seed: number): Closure => {
+    let hit = itemMemo.get(seed);
+    if (hit) return hit;
+    const seen = new Set<number>([seed]);
+    const work = [seed];
+    const kernel: number[] = [];
+    const calls = new Map<number, number[]>();
+    let accept = false;
+    while (work.length) {
+      const it = work.pop()!;
+      const pos = it % P;
+      const st = (it - pos) / P;
+      const kind = net.kind[pos]!;
+      const add = (x: number) => { if (!seen.has(x)) { seen.add(x); work.push(x); } };
+      if (kind === K_BYTES) kernel.push(it);
+      else if (kind === K_END) {
+        if (st === 0) accept = true;
+        else add(stParent[st]! * P + stPos[st]!);
+      } else if (kind === K_CALL) {
+        const next = net.next[pos]!;
+        const rule = net.arg[pos]!;
+        if (net.cut[pos]) {
+          // A recursion cut is never a tail call (callGraph), so `next` is a real position.
+          let rets = calls.get(rule);
+          if (!rets) calls.set(rule, (rets = []));
+          rets.push(st * P + next);
+          continue;
+        }
+        const ns = next === END ? st : push(st, next);
+        for (const e of net.entries[rule]!) add(ns * P + e);
+      }
+    }
+    kernel.sort((a, b) => a - b);
+    for (const r of calls.values()) r.sort((a, b) => a - b);
+    hit = { kernel, accept, calls };
+    itemMemo.set(seed, hit);
+    return hit;
+  };
+
+  const kernels: number[][] = [];
+  const accepting: number[] = [];
+  const callSeeds: Map<number, number[]>[] = [];
+  const stateIds = new Map<string, number>();
+  const seedMemo = new Map<string, number>();
+  const stateOf = (seeds: readonly number[]): number => {
+    const skey = seeds.join(",");
+    const memo = seedMemo.get(skey);
+    if (memo !== undefined) return memo;
+    const all = new Set<number>();
+    const calls = new Map<number, Set<number>>();
+    let accept = false;
+    for (const s of seeds) {
+      const c = closeItem(s);
+      accept ||= c.accept;
+      for (const x of c.kernel) all.add(x);
+      for (const [r, rets] of c.calls) {
+        let set = calls.get(r);
+        if (!set) calls.set(r, (set = new Set()));
+        for (const x of rets) set.add(x);
+      }
+    }
+    let id: number;
+    if (all.size === 0 && !accept && calls.size === 0) id = -1;
+    else {
+      const kernel = [...all].sort((a, b) => a - b);
+      const callList = [...calls.entries()].sort((a, b) => a[0] - b[0]).map(([r, set]) => [r, [...set].sort((a, b) => a - b)] as const);
+      const key = (accept ? "A" : "") + kernel.join(",") + "|" + callList.map(([r, xs]) => `${r}:${xs.join(",")}`).join(";");
+      const known = stateIds.get(key);
+      if (known !== undefined) id = known;
+      else {
+        id = kernels.length;
+        if (id >= maxStates) throw new GrammarLimitError("maxGrammarStates", id + 1, maxStates, Infinity, opts.name);
+        stateIds.set(key, id);
+        kernels.push(kernel);
+        accepting.push(accept ? 1 : 0);
+        callSeeds.push(new Map(callList.map(([r, xs]) => [r, xs])));
+      }
+    }
+    seedMemo.set(skey, id);
+    return id;
+  };
+
+  const initial = stateOf(net.entries[cfg.start]!);
+  if (initial < 0) return emptyLanguage(cfg);
+  const startOf = new Map<number, number>();
+  const trans: number[] = [];
+  const rawCalls: [number, number, number][][] = []; // [rule, start, ret]
+  for (let s = 0; s < kernels.length; s++) {
+    const kernel = kernels[s]!;
+    for (let c = 0; c < nClasses; c++) {
+      const seeds: number[] = [];
+      for (const it of kernel) {
+        const pos = it % P;
+        if (posClass[pos * nClasses + c]) seeds.push(it - pos + net.next[pos]!);
+      }
+      if (seeds.length === 0) { trans.push(-1); continue; }
+      const uniq = [...new Set(seeds)].sort((a, b) => a - b);
+      trans.push(stateOf(uniq));
+    }
+    const edges: [number, number, number][] = [];
+    for (const [rule, rets] of callSeeds[s]!) {
+      let start = startOf.get(rule);
+      if (start === undefined) { start = stateOf(net.entries[rule]!); startOf.set(rule, start); }
+      const ret = stateOf(rets);
+      if (start >= 0 && ret >= 0) edges.push([rule, start, ret]);
+    }
+    rawCalls.push(edges);
+  }
+  const n = kernels.length;
+
+  // Productive: can finish its machine (end, or a byte / a completed call into a productive state).
+  const prod = new Uint8Array(n);
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (let s = 0; s < n; s++) {
+      if (prod[s]) continue;
+      let ok = accepting[s] === 1;
+      for (let c = 0; !ok && c < nClasses; c++) { const t = trans[s * nClasses + c]!; if (t >= 0 && prod[t]) ok = true; }
+      for (const [, st, rt] of rawCalls[s]!) if (!ok && prod[st] && prod[rt]) ok = true;
+      if (ok) { prod[s] = 1; changed = true; }
+    }
+  }
+  if (!prod[initial]) return emptyLanguage(cfg);
+  // Reachable through productive edges only.
+  const reach = new Uint8Array(n);
+  const queue = [initial];
+  reach[initial] = 1;
+  const visit = (t: number) => { if (t >= 0 && prod[t] && !reach[t]) { reach[t] = 1; queue.push(t); } };
+  while (queue.length) {
+    const s = queue.pop()!;
+    for (let c = 0; c < nClasses; c++) visit(trans[s * nClasses + c]!);
+    for (const [, st, rt] of rawCalls[s]!) if (prod[st] && prod[rt]) { visit(st); visit(rt); }
+  }
+  const liveId = new Int32Array(n).fill(-1);
+  let nLive = 0;
+  for (let s = 0; s < n; s++) if (reach[s]) liveId[s] = nLive++;
+  const calledRules = [...new Set(rawCalls.flatMap((es, s) => (reach[s] ? es.filter(([, st, rt]) => prod[st] && prod[rt]).map(([r]) => r) : [])))].sort((a, b) => a - b);
+  const callSym = new Map(calledRules.map((r, k) => [r, k] as const));
+  const K = calledRules.length;
+  const lTrans = new Int32Array(nLive * nClasses).fill(-1);
+  const lAcc = new Uint8Array(nLive);
+  // Per live state and called rule k: [start, ret] in live numbering, or -1.
+  const lCallRet = new Int32Array(nLive * K).fill(-1);
+  const lCallStart = new Int32Array(nLive * K).fill(-1);
+  for (let s = 0; s < n; s++) {
+    const id = liveId[s]!;
+    if (id < 0) continue;
+    lAcc[id] = accepting[s]!;
+    for (let c = 0; c < nClasses; c++) { const t = trans[s * nClasses + c]!; if (t >= 0 && liveId[t]! >= 0) lTrans[id * nClasses + c] = liveId[t]!; }
+    for (const [r, st, rt] of rawCalls[s]!) {
+      if (!prod[st] || !prod[rt]) continue;
+      const k = callSym.get(r)!;
+      lCallStart[id * K + k] = liveId[st]!;
+      lCallRet[id * K + k] = liveId[rt]!;
+    }
+  }
+  // Symbols: byte classes, then "call k returns to" and "call k enters" (so the canonical
+  // breadth-first numbering reaches every machine's start state).
+  const { blockOf, nBlocks } = minimize({
+    nStates: nLive, nSyms: nClasses + 2 * K, initial: liveId[initial]!,
+    next: (s, a) => (a < nClasses ? lTrans[s * nClasses + a]! : a < nClasses + K ? lCallRet[s * K + a - nClasses]! : lCallStart[s * K + a - nClasses - K]!),
+    key: (s) => (lAcc[s] ? "A" : "N"),
+  });
+  const mTrans = new Int32Array(nBlocks * nClasses).fill(-1);
+  const mAcc = new Uint8Array(nBlocks);
+  const mCalls: (readonly [number, number])[][] = Array.from({ length: nBlocks }, () => []);
+  const done = new Uint8Array(nBlocks);
+  for (let s = 0; s < nLive; s++) {
+    const b = blockOf[s]!;
+    if (done[b]) continue;
+    done[b] = 1;
+    mAcc[b] = lAcc[s]!;
+    for (let c = 0; c < nClasses; c++) { const t = lTrans[s * nClasses + c]!; mTrans[b * nClasses + c] = t < 0 ? -1 : blockOf[t]!; }
+    const list: [number, number][] = [];
+    for (let k = 0; k < K; k++) {
+      const st = lCallStart[s * K + k]!;
+      if (st >= 0) list.push([blockOf[st]!, blockOf[lCallRet[s * K + k]!]!]);
+    }
+    list.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    mCalls[b] = list;
+  }
+  const dfa = mergeClasses({ nStates: nBlocks, nClasses, classMap, initial: blockOf[liveId[initial]!]!, trans: mTrans, accepting: mAcc });
+  return { pda: { ...dfa, calls: mCalls }, rawStates: n, calledRules: calledRules.map((r) => cfg.rules[r]!.name) };
+}
+
+function emptyLanguage(cfg: Cfg): never {
+  const start = cfg.rules[cfg.start];
+  throw new SpecError("E0711", `the grammar has no sentence${start ? ` (start rule ${start.name})` : ""}`, start?.span ?? null,
+    "every derivation from the start rule needs a rule that never finishes");
+}
+
+// ───────────────────────────── the reference runner ─────────────────────────────
+
+/**
+ * need(q) for every state (the file overview): the fewest frames above its own that state q's
+ * machine must push to reach an end. 0 at an end state; a byte edge costs nothing; a call edge
+ * [start, ret] costs max(1 + need(start), need(ret)). A fixpoint from "unknown"; every state of a
+ * trimmed automaton gets a finite value.
+ */
+export function pdaNeed(pda: Pick<GrammarPda, "nStates" | "nClasses" | "trans" | "accepting" | "calls">): Int32Array {
+  const INF = 0x3fffffff;
+  const need = new Int32Array(pda.nStates).fill(INF);
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (let q = 0; q < pda.nStates; q++) {
+      let best = pda.accepting[q] ? 0 : need[q]!;
+      for (let c = 0; c < pda.nClasses && best > 0; c++) {
+        const t = pda.trans[q * pda.nClasses + c]!;
+        if (t >= 0 && need[t]! < best) best = need[t]!;
+      }
+      for (const [st, rt] of pda.calls[q]!) {
+        const v = Math.max(need[st]! + 1, need[rt]!);
+        if (v < best) best = v;
+      }
+      if (best < need[q]!) { need[q] = best; changed = true; }
+    }
+  }
+  return need;
+}
+
+/** A configuration: closed set of pairs, `stacks[i]` bottom → top; `accept`: an end with an empty stack. */
+export interface PdaConfig {
+  states: number[];
+  stacks: (readonly number[])[];
+  accept: boolean;
+}
+
+/**
+ * The pushdown semantics in plain TypeScript (the file overview): the oracle the runtime's
+ * pushdown mode is tested against, and the engine of `check`/`replay` for grammars.
+ */
+export class PdaRunner {
+  private readonly readsBytes: Uint8Array;
+  private readonly need: Int32Array;
+  constructor(readonly pda: GrammarPda, readonly maxStack = PDA_MAX_STACK, readonly maxPairs = PDA_MAX_PAIRS) {
+    this.need = pdaNeed(pda);
+    this.readsBytes = new Uint8Array(pda.nStates);
+    for (let s = 0; s < pda.nStates; s++) {
+      for (let c = 0; c < pda.nClasses; c++) if (pda.trans[s * pda.nClasses + c]! >= 0) { this.readsBytes[s] = 1; break; }
+    }
+  }
+
+  start(): PdaConfig {
+    const c = this.close([[this.pda.initial, []]]);
+    if (!c) throw new Error("PdaRunner: the start configuration exceeds maxPairs");
+    return c;
+  }
+
+  /** The configuration after `byte`, or null when no pair can read it. */
+  step(c: PdaConfig, byte: number): PdaConfig | null {
+    const { pda } = this;
+    const cls = pda.classMap[byte]!;
+    const seeds: [number, readonly number[]][] = [];
+    for (let i = 0; i < c.states.length; i++) {
+      const t = pda.trans[c.states[i]! * pda.nClasses + cls]!;
+      if (t >= 0) seeds.push([t, c.stacks[i]!]);
+    }
+    if (seeds.length === 0) return null;
+    const next = this.close(seeds);
+    return !next || (next.states.length === 0 && !next.accept) ? null : next;
+  }
+
+  /** Runs `bytes` from `c` (default: the start); null at the first byte that is not allowed. */
+  run(bytes: Uint8Array, c: PdaConfig | null = this.start()): PdaConfig | null {
+    for (let i = 0; c && i < bytes.length; i++) c = this.step(c, bytes[i]!);
+    return c;
+  }
+
+  accepts(bytes: Uint8Array): boolean {
+    return this.run(bytes)?.accept === true;
+  }
+
+  /** A canonical string for a configuration (equal sets of pairs, equal keys). */
+  static key(c: PdaConfig): string {
+    return (c.accept ? "A" : "") + c.states.map((s, i) => `${s}/${c.stacks[i]!.join(".")}`).join(" ");
+  }
+
+  /** The closure of `seeds`, or null when it visits more than maxPairs pairs. */
+  private close(seeds: [number, readonly number[]][]): PdaConfig | null {
+    const { pda } = this;
+    const seen = new Set<string>();
+    const out: [number, readonly number[]][] = [];
+    let accept = false;
+    const work = seeds.slice().reverse();
+    while (work.length) {
+      const [q, stack] = work.pop()!;
+      if (stack.length + this.need[q]! > this.maxStack) continue; // cannot finish within the stack limit
+      const key = `${q}/${stack.join(".")}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      if (seen.size > this.maxPairs) return null;
+      if (this.readsBytes[q]) out.push([q, stack]);
+      // Pushed in reverse so that the work list handles them in table order (deterministic).
+      const more: [number, readonly number[]][] = [];
+      // The return state must be able to finish at this level (checked once, when it is pushed).
+      for (const [start, ret] of pda.calls[q]!) if (stack.length + this.need[ret]! <= this.maxStack) more.push([start, [...stack, ret]]);
+      if (pda.accepting[q]) {
+        if (stack.length === 0) accept = true;
+        else more.push([stack[stack.length - 1]!, stack.slice(0, -1)]);
+      }
+      for (let i = more.length - 1; i >= 0; i--) work.push(more[i]!);
+    }
+    out.sort((a, b) => a[0] - b[0] || cmpStack(a[1], b[1]));
+    return { states: out.map((p) => p[0]), stacks: out.map((p) => p[1]), accept };
+  }
+}
+
+function cmpStack(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}
