@@ -9,6 +9,12 @@
  * over an export: `fillMask` is one export call plus one 16 KB `Int32Array.set` from a cached view
  * of the module's memory, `commit` one export call. Offsets reported by `feed`/`feedText` are byte
  * offsets into the UTF-8 encoding of the input.
+ *
+ * A pushdown grammar's module (tables with call edges, docs/abi.md "Pushdown mode") works the same
+ * way, except that its states are the runtime's configuration ids (a set of DFA states with their
+ * stacks, created as runs go deeper): `Spec.pushdown` says so, `configCount` bounds the valid ids,
+ * `forcedBytes` asks the runtime for each step instead of reading the DFA, and token budgets and
+ * baked masks are not available.
  */
 
 import { SpecError } from "../compiler/diagnostics.js";
@@ -76,6 +82,10 @@ export interface SpecExports {
   m_commit(m: number, id: number): number;
   m_rollback(m: number, n: number): number;
   m_history(m: number): number;
+  /** Pushdown mode (table format 3 with call edges): 1, else 0. Every state argument is then a configuration id. */
+  pda_mode?(): number;
+  /** Pushdown mode: configurations interned so far (valid ids are below it); 0 otherwise. */
+  config_count?(): number;
 }
 
 const FUNCTION_EXPORTS = [
@@ -288,8 +298,15 @@ export class Spec {
   readonly states: readonly Readonly<TableSpecState>[];
   /** The raw numeric exports (docs/abi.md), for hosts that drive the ABI directly. */
   readonly exports: SpecExports;
-  /** The byte-level DFA, as parsed from the module's tables. */
+  /** The byte-level DFA, as parsed from the module's tables (with `calls` for a pushdown grammar). */
   readonly dfa: Readonly<ByteDfa>;
+  /**
+   * A pushdown grammar (docs/abi.md, "Pushdown mode"): matcher states, `step`, `stateFlags`,
+   * `stateMask` and `initialState` are configuration ids of the runtime (a set of DFA states with
+   * their stacks, numbered in order of first appearance), not DFA states; `stateCount` is still the
+   * number of DFA states.
+   */
+  readonly pushdown: boolean;
   /** Token ids covered by masks (0 without a vocabulary). */
   readonly vocabSize: number;
   /** @internal the attached vocabulary (for forcedTokens) */
@@ -319,6 +336,8 @@ export class Spec {
   private readonly views: (Int32Array | undefined)[] = [];
   /** Per state: the only byte allowed next (when exactly one is, and the state neither accepts nor yields), -1 otherwise, -2 unknown. */
   private forcedByte: Int16Array;
+  /** The same per configuration id (pushdown mode; configurations are created as the run goes). */
+  private readonly forcedByteCfg = new Map<number, number>();
   private readonly classSize: Uint16Array;
   private readonly classRep: Int16Array;
 
@@ -326,6 +345,7 @@ export class Spec {
     this.exports = exports;
     this.states = Object.freeze(states.map((s) => Object.freeze({ ...s })));
     this.dfa = dfa;
+    this.pushdown = dfa.calls !== undefined;
     this.vocabSize = exports.vocab_size();
     this.maskWords = exports.mask_words();
     this.forcedByte = new Int16Array(dfa.nStates).fill(-2);
@@ -389,6 +409,12 @@ export class Spec {
     if (exports.state_count() !== parsed.dfa.nStates || exports.spec_count() !== parsed.states.length) {
       throw badWasm(`${what}: the runtime disagrees with its tables`);
     }
+    const pushdown = parsed.dfa.calls !== undefined;
+    if (pushdown !== (typeof exports.pda_mode === "function" && exports.pda_mode() === 1)) {
+      throw badWasm(pushdown
+        ? `${what}: its tables have call edges (a pushdown grammar) but its runtime has no pushdown mode: recompile it with this specc`
+        : `${what}: the runtime disagrees with its tables (pushdown mode without call edges)`);
+    }
     let vocab = opts.vocab;
     let bakedMasks: import("./baked-vocab.js").BakedMasks | undefined;
     if (!vocab) {
@@ -397,7 +423,9 @@ export class Spec {
       const { bakedVocabulary, bakedMaskTable } = await import("./baked-vocab.js");
       try {
         vocab = bakedVocabulary(module);
-        if (vocab) bakedMasks = bakedMaskTable(module);
+        // Baked masks are per DFA state; a pushdown grammar's masks are per configuration and
+        // computed on first use, so any baked ones are ignored.
+        if (vocab && !pushdown) bakedMasks = bakedMaskTable(module);
       } catch (e) { throw badWasm(`${what}: ${(e as Error).message}`); }
     }
     if (vocab) attachVocabulary(exports, vocab, opts.vocabSize ?? vocab.size);
@@ -424,21 +452,27 @@ export class Spec {
     return new Matcher(this);
   }
 
-  /** Number of byte-level DFA states. */
+  /** Number of byte-level DFA states (of the tables; in pushdown mode states are configurations, see `configCount`). */
   get stateCount(): number {
     return this.exports.state_count();
   }
 
+  /** Pushdown mode: the number of configuration ids so far (they grow as runs go deeper); else `stateCount`. */
+  get configCount(): number {
+    return this.pushdown ? this.exports.config_count!() : this.exports.state_count();
+  }
+
+  /** The initial state (pushdown mode: the initial configuration). */
   get initialState(): number {
     return this.exports.initial_state();
   }
 
-  /** Next byte-level state from `state` on `byte`, or -1 when the byte is not allowed. */
+  /** Next state from `state` on `byte`, or -1 when the byte is not allowed (pushdown mode: configurations). */
   step(state: number, byte: number): number {
     return this.exports.step(state, byte);
   }
 
-  /** The flags of a byte-level state (`STATE_ACCEPTING | STATE_YIELD | STATE_AFTER_ENV`). */
+  /** The flags of a state (`STATE_ACCEPTING | STATE_YIELD | STATE_AFTER_ENV`; pushdown mode: of a configuration, accepting only). */
   stateFlags(state: number): number {
     return this.exports.state_flags(state);
   }
@@ -460,13 +494,14 @@ export class Spec {
   }
 
   /**
-   * The mask of a byte-level state, as a zero-copy, read-only view of the module's memory (valid
-   * until the module's memory grows: copy it to keep it).
+   * The mask of a byte-level state (pushdown mode: of a configuration id), as a zero-copy, read-only
+   * view of the module's memory (valid until the module's memory grows: copy it to keep it).
    */
   stateMask(state: number): Int32Array {
     this.needVocab("stateMask");
-    if (!Number.isInteger(state) || state < 0 || state >= this.dfa.nStates) {
-      throw new RangeError(`invalid state ${state} (the spec has ${this.dfa.nStates} states)`);
+    const n = this.configCount;
+    if (!Number.isInteger(state) || state < 0 || state >= n) {
+      throw new RangeError(`invalid state ${state} (the spec has ${n} ${this.pushdown ? "configurations so far" : "states"})`);
     }
     return this.maskAt(this.exports.mask_id(state));
   }
@@ -506,6 +541,7 @@ export class Spec {
 
   /** @internal the forced byte of `state` (see `Matcher.forced`), -1 if none. */
   forcedByteOf(state: number): number {
+    if (this.pushdown) return this.forcedByteOfConfig(state);
     let b = this.forcedByte[state]!;
     if (b !== -2) return b;
     const { trans, nClasses, flags } = this.dfa;
@@ -521,6 +557,26 @@ export class Spec {
       if (count !== 1) b = -1;
     }
     this.forcedByte[state] = b;
+    return b;
+  }
+
+  /** The same for a configuration: one byte class of one byte steps (through the runtime), and the configuration does not accept. */
+  private forcedByteOfConfig(cfg: number): number {
+    let b = this.forcedByteCfg.get(cfg);
+    if (b !== undefined) return b;
+    b = -1;
+    if (!(this.exports.state_flags(cfg) & STATE_ACCEPTING)) {
+      let count = 0;
+      for (let c = 0; c < this.dfa.nClasses && count <= 1; c++) {
+        const rep = this.classRep[c]!;
+        if (rep >= 0 && this.exports.step(cfg, rep) >= 0) {
+          count += this.classSize[c]!;
+          b = rep;
+        }
+      }
+      if (count !== 1) b = -1;
+    }
+    this.forcedByteCfg.set(cfg, b);
     return b;
   }
 }
@@ -644,10 +700,14 @@ export class Matcher {
     if (this.ex.m_done(this.handle)) return new Uint8Array(0);
     const out: number[] = [];
     const { trans, classMap, nClasses, nStates } = this.spec.dfa;
+    const pushdown = this.spec.pushdown;
+    // A DFA's forced path has no cycle (it would never accept), so nStates bounds it; a pushdown
+    // grammar's forced text is at most what one stack can force, bounded the same way per frame.
+    const limit = pushdown ? nStates * 1025 : nStates;
     let s = this.state;
-    for (let b = this.spec.forcedByteOf(s); b >= 0 && out.length < nStates; b = this.spec.forcedByteOf(s)) {
+    for (let b = this.spec.forcedByteOf(s); b >= 0 && out.length < limit; b = this.spec.forcedByteOf(s)) {
       out.push(b);
-      s = trans[s * nClasses + classMap[b]!]!;
+      s = pushdown ? this.spec.step(s, b) : trans[s * nClasses + classMap[b]!]!;
     }
     return Uint8Array.from(out);
   }
@@ -707,6 +767,10 @@ export class Matcher {
 
   set budget(k: number) {
     if (!Number.isInteger(k) || k < 0 || k > MAX_BUDGET) throw new RangeError(`budget must be an integer in 0..${MAX_BUDGET}, not ${k}`);
+    if (this.spec.pushdown) {
+      if (k === 0) return;
+      throw new Error("budget: token budgets need a spec without call edges (a pushdown grammar has no spec states to move on to)");
+    }
     this.ex.m_set_budget(this.handle, k);
   }
 
@@ -721,8 +785,9 @@ export class Matcher {
   }
 
   /**
-   * The byte-level DFA state: a snapshot that can be restored by assigning it back (restoring also
-   * clears the done flag, the token counter and the rollback history).
+   * The byte-level DFA state (pushdown mode: the configuration id): a snapshot that can be restored
+   * by assigning it back (restoring also clears the done flag, the token counter and the rollback
+   * history).
    */
   get state(): number {
     return this.ex.m_state(this.handle);
@@ -730,7 +795,8 @@ export class Matcher {
 
   set state(s: number) {
     if (!Number.isInteger(s) || this.ex.m_set_state(this.handle, s) !== 0) {
-      throw new RangeError(`invalid matcher state ${s} (the spec has ${this.ex.state_count()} states)`);
+      const n = this.spec.configCount;
+      throw new RangeError(`invalid matcher state ${s} (the spec has ${n} ${this.spec.pushdown ? "configurations so far" : "states"})`);
     }
   }
 

@@ -3,7 +3,7 @@
  *
  * `specc compile` appends one active data segment holding a spec's tables at TABLE_BASE = 16 to
  * this module; the code below only reads them. It exports the numeric ABI of docs/abi.md (ABI
- * version 2, table format version 1) so that any host (JS, Python, Rust, ...) can run the
+ * version 2, table format version 3) so that any host (JS, Python, Rust, ...) can run the
  * byte-level DFA for constrained decoding without JS glue: the module imports nothing. Tables are
  * trusted (the compiler wrote them and a host binding validates them once at load); the hot paths
  * (`step`, `m_feed`, `m_mask`, `m_commit`) are plain table loads with no allocation and no bounds
@@ -14,6 +14,11 @@
  * by one walk of the token trie (DFS order, dead subtrees skipped) and cached; identical masks are
  * stored once. `m_mask` is then one table load, and a mask is `ceil(V / 32)` i32 words, bit
  * `id & 31` of word `id >> 5` (XGrammar's layout).
+ *
+ * Pushdown mode (the last section): tables with a call table (a grammar compiled without a nesting
+ * bound, compiler/grammar/pda.ts) run as a pushdown automaton whose configurations are hash-consed
+ * into ids; every "state" of the matchers and exports is then a configuration id, and masks are
+ * computed per configuration from per-state summaries. Tables without calls never enter that code.
  */
 
 // ---- Table layout (docs/abi.md) ----------------------------------------------------------------
@@ -23,7 +28,7 @@
 // @ts-ignore: decorator
 @inline const MAGIC: u32 = 0x43435053; // "SPCC"
 // @ts-ignore: decorator
-@inline const VERSION: u32 = 2; // table format version (the ABI version is abi_version())
+@inline const VERSION: u32 = 3; // table format version (the ABI version is abi_version())
 // @ts-ignore: decorator
 @inline const BOM: u32 = 0xfeff;
 // @ts-ignore: decorator
@@ -197,7 +202,7 @@ export function class_count(): i32 {
 }
 
 export function initial_state(): i32 {
-  return <i32>hdr(H_INITIAL);
+  return pdaMode ? <i32>initialCfg : <i32>hdr(H_INITIAL);
 }
 
 export function spec_count(): i32 {
@@ -212,12 +217,14 @@ export function spec_count(): i32 {
 }
 
 export function step(state: i32, byte: i32): i32 {
+  if (pdaMode) return pdaStepExport(state, byte);
   if (!validState(state) || <u32>byte > 255) return -1;
   const n = next(<u32>state, <u32>byte, hdr(H_NCLASSES), transBase, region(H_CLASSMAP));
   return n == NONE16 ? -1 : <i32>n;
 }
 
 export function state_flags(state: i32): i32 {
+  if (pdaMode) return <u32>state < cfCount && cfAccepting(<u32>state) ? <i32>F_ACCEPTING : 0;
   if (!validState(state)) return 0;
   return <i32>flagsOf(<u32>state);
 }
@@ -229,12 +236,14 @@ export function state_flags(state: i32): i32 {
 }
 
 export function state_spec(state: i32): i32 {
+  if (pdaMode) return -1;
   if (!validState(state)) return -1;
   const v = specOf(<u32>state);
   return v == NONE16 ? -1 : <i32>v;
 }
 
 export function state_env_next(state: i32): i32 {
+  if (pdaMode) return -1;
   if (!validState(state)) return -1;
   const v = <u32>load<u16>(info(<u32>state), 4);
   return v == NONE16 ? -1 : <i32>v;
@@ -248,11 +257,13 @@ export function state_env_next(state: i32): i32 {
 }
 
 export function next_count(state: i32): i32 {
+  if (pdaMode) return 0;
   if (!validState(state)) return 0;
   return <i32>load<u16>(nextSet(<u32>state));
 }
 
 export function next_at(state: i32, i: i32): i32 {
+  if (pdaMode) return -1;
   if (!validState(state)) return -1;
   const set = nextSet(<u32>state);
   if (<u32>i >= <u32>load<u16>(set)) return -1;
@@ -742,6 +753,7 @@ function maskIndex(s: u32, budget: bool): i32 {
 
 /** Distinct-mask index of state `state`'s mask (computed on first use); -1 without vocabulary or for an invalid state. */
 export function mask_id(state: i32): i32 {
+  if (pdaMode) return vocabPhase == 2 && <u32>state < cfCount ? pdaMaskOf(<u32>state) : -1;
   if (vocabPhase != 2 || !validState(state)) return -1;
   return maskIndex(<u32>state, false);
 }
@@ -770,7 +782,7 @@ export function mask_count(): i32 {
  * whose mask is already known keeps it.
  */
 export function mask_install(state: i32, src: i32): i32 {
-  if (vocabPhase != 2 || !validState(state)) return -1;
+  if (vocabPhase != 2 || !validState(state) || pdaMode) return -1;
   const slot = stateMaskPtr + (<usize>state << 2);
   let idx = load<i32>(slot);
   if (idx >= 0) return idx;
@@ -784,6 +796,7 @@ export function mask_install(state: i32, src: i32): i32 {
 /** Compute the mask of every state; returns mask_count(), or -1 without vocabulary. */
 export function precompute_all(): i32 {
   if (vocabPhase != 2) return -1;
+  if (pdaMode) return pdaPrecompute();
   const ns = hdr(H_NSTATES);
   for (let s: u32 = 0; s < ns; s++) maskIndex(s, false);
   return <i32>nMasks;
@@ -811,7 +824,7 @@ export function m_new(): i32 {
   const m = recCount++;
   const r = recBase + <usize>m * REC;
   memory.fill(r, 0, REC);
-  store<u32>(r, hdr(H_INITIAL));
+  store<u32>(r, pdaMode ? initialCfg : hdr(H_INITIAL));
   return m;
 }
 
@@ -825,7 +838,7 @@ export function m_new(): i32 {
 }
 
 export function m_reset(m: i32): void {
-  setFresh(rec(m), hdr(H_INITIAL));
+  setFresh(rec(m), pdaMode ? initialCfg : hdr(H_INITIAL));
 }
 
 export function m_state(m: i32): i32 {
@@ -835,7 +848,7 @@ export function m_state(m: i32): i32 {
 /** Restore a state snapshot; also clears the done flag, the token counter and the history. */
 export function m_set_state(m: i32, s: i32): i32 {
   const r = rec(m);
-  if (!validState(s)) return -1;
+  if (pdaMode ? <u32>s >= cfCount : !validState(s)) return -1;
   setFresh(r, <u32>s);
   return 0;
 }
@@ -850,6 +863,7 @@ export function m_set_state(m: i32, s: i32): i32 {
 export function m_feed(m: i32, ptr: i32, len: i32): i32 {
   const r = rec(m);
   if (load<u32>(r, R_DONE)) return len > 0 ? -1 : 2;
+  if (pdaMode) return pdaFeed(r, <usize>ptr, <usize>(<u32>len));
   const nClasses = hdr(H_NCLASSES);
   const trans = transBase;
   const classmap = region(H_CLASSMAP);
@@ -876,7 +890,7 @@ export function m_feed(m: i32, ptr: i32, len: i32): i32 {
 export function m_feed_env(m: i32, ptr: i32, len: i32): i32 {
   const r = rec(m);
   const s = load<u32>(r);
-  if (load<u32>(r, R_DONE) || !(flagsOf(s) & F_YIELD)) return -1;
+  if (pdaMode || load<u32>(r, R_DONE) || !(flagsOf(s) & F_YIELD)) return -1;
   const nxt = <u32>load<u16>(info(s), 4);
   if (nxt == NONE16) return -1;
   store<u32>(r, nxt);
@@ -890,11 +904,14 @@ export function m_spec(m: i32): i32 {
 }
 
 export function m_accepting(m: i32): i32 {
-  return i32((flagsOf(load<u32>(rec(m))) & F_ACCEPTING) != 0);
+  const s = load<u32>(rec(m));
+  if (pdaMode) return i32(cfAccepting(s));
+  return i32((flagsOf(s) & F_ACCEPTING) != 0);
 }
 
 export function m_yielding(m: i32): i32 {
-  return i32((flagsOf(load<u32>(rec(m))) & F_YIELD) != 0);
+  const s = load<u32>(rec(m));
+  return pdaMode ? 0 : i32((flagsOf(s) & F_YIELD) != 0);
 }
 
 /** 1 once an EOS token was committed (every later commit or feed is rejected), else 0. */
@@ -914,6 +931,7 @@ export function m_count(m: i32): i32 {
  */
 export function m_set_budget(m: i32, k: i32): i32 {
   const r = rec(m);
+  if (pdaMode) return -1; // no budgets for pushdown grammars: the budget stays 0
   store<u32>(r, k <= 0 ? 0 : min(<u32>k, COUNT_MAX), R_BUDGET);
   return 0;
 }
@@ -934,6 +952,7 @@ export function m_mask(m: i32): i32 {
   if (vocabPhase != 2) return -1;
   if (load<u32>(r, R_DONE)) return zeroMask;
   const s = load<u32>(r);
+  if (pdaMode) return pdaMaskOf(s);
   if (budgetExhausted(r)) return maskIndex(s, true);
   const idx = load<i32>(stateMaskPtr + (<usize>s << 2));
   return idx >= 0 ? idx : maskIndex(s, false);
@@ -989,6 +1008,7 @@ export function m_commit(m: i32, id: i32): i32 {
   if (load<u32>(r, R_DONE) || <u32>id >= vocabSize) return 3;
   const s0 = load<u32>(r);
   const kind = <u32>load<u8>(tokKindPtr + <usize>id);
+  if (pdaMode) return pdaCommit(r, id, kind);
   if (kind == K_EOS) {
     if (!(flagsOf(s0) & F_ACCEPTING)) return 3;
     histPush(r);
@@ -1044,6 +1064,10 @@ export function m_rollback(m: i32, n: i32): i32 {
   const len = h >>> 16;
   if (n < 0 || <u32>n > len) return -1;
   if (n == 0) return 0;
+  if (pdaMode) {
+    pdaRollback(r, <u32>n);
+    return 0;
+  }
   const head = ((h & 0xffff) - <u32>n) & (HIST - 1);
   const entry = load<u32>(r + R_RING + (<usize>head << 2));
   store<u32>(r, entry & 0xffff);
@@ -1057,3 +1081,881 @@ export function m_rollback(m: i32, n: i32): i32 {
 export function m_history(m: i32): i32 {
   return <i32>(load<u32>(rec(m), R_HIST) >>> 16);
 }
+
+// =================================================================================================
+// ---- Pushdown mode (table format 3 call table; docs/abi.md "Pushdown mode") ----------------------
+// =================================================================================================
+//
+// A grammar compiled by compiler/grammar/pda.ts has call edges: `calls[q]` = (start, ret) pairs,
+// and its Accepting flag means "this machine may end here" (pop the stack, or accept when the stack
+// is empty). The semantics are PdaRunner's (the reference): a configuration is a closed set of
+// (state, stack) pairs plus an accept flag. Here stacks are hash-consed nodes (ret, parent) — node
+// 0 is the empty stack, node 1 (SYM_BASE) the unknown stack of the per-state summaries below — and
+// configurations are hash-consed sorted pair lists, so a configuration is one u32 id: the matcher
+// record's state field holds it, and snapshots, rollback and the mask cache work as in DFA mode.
+//
+// Masks. A configuration's mask is the union of its pairs' masks (a byte step distributes over the
+// pairs) as long as no closure can visit more than PDA_MAX_PAIRS pairs, which is checked with the
+// per-pair maxima (else one exact walk of the whole configuration). A pair (q, n) is walked
+// relative to a per-state summary of q, computed once: the trie walked from (q, SYM_BASE), where
+// popping SYM_BASE is an "escape" (what happens next depends on the stack). Until a path escapes,
+// the real walk from (q, n) is the summary walk with SYM_BASE replaced by n (same pairs, same
+// counts, same verdicts), provided n is shallow enough that every stack-limit check the summary made
+// passes on top of it too (depth(n) + the largest `depth + need` it checked ≤ PDA_MAX_STACK; a
+// pair (q, stack) exists only if depth + need(q) ≤ PDA_MAX_STACK, as in pda.ts). So the summary
+// stores the tokens accepted without escaping (`base`) and the trie nodes where a path first
+// escapes (`frontier`, in DFS order); a pair's mask is `base` plus an exact walk of the frontier
+// subtrees only (the nodes on the way to them are stepped to get the real pair sets): XGrammar's
+// context-independent / context-dependent split. Pair masks and configuration masks are cached and
+// interned with the DFA masks.
+//
+// Shared with the DFA mask code: the trie node layout (NODE, `setRange`), the distinct-mask arrays
+// and `intern` (whose index pdaGrowMasks re-allocates: pushdown masks are not bounded by nStates).
+
+
+// @ts-ignore: decorator
+@inline const H_CALLS: usize = 52;
+// @ts-ignore: decorator
+@inline const H_NCALLS: usize = 56;
+/** Most stack frames a configuration may hold (with need: see visitPair and pdaStep). */
+// @ts-ignore: decorator
+@inline const PDA_MAX_STACK: u32 = 1024;
+/** Most (state, stack) pairs one closure may visit (a byte whose closure is larger is not allowed). */
+// @ts-ignore: decorator
+@inline const PDA_MAX_PAIRS: u32 = 256;
+// @ts-ignore: decorator
+@inline const EMPTY_STACK: u32 = 0;
+// @ts-ignore: decorator
+@inline const SYM_BASE: u32 = 1;
+/** Per-state kind bits: reads bytes, has call edges, accepting (= may end its machine). */
+// @ts-ignore: decorator
+@inline const SK_READS: u32 = 1;
+// @ts-ignore: decorator
+@inline const SK_CALLS: u32 = 2;
+// @ts-ignore: decorator
+@inline const SK_ACC: u32 = 4;
+/** Pair-set flags: the empty stack was popped (accept), SYM_BASE was popped (escape). */
+// @ts-ignore: decorator
+@inline const SF_ACCEPT: u32 = 1;
+// @ts-ignore: decorator
+@inline const SF_ESCAPE: u32 = 2;
+/** A pair set: u32 count, u32 flags, u64 pairs[PDA_MAX_PAIRS] (`state << 32 | node`, sorted). */
+// @ts-ignore: decorator
+@inline const SET_BYTES: usize = 8 + (<usize>PDA_MAX_PAIRS << 3);
+/** "Close these pairs" instead of "step them by a class" (pdaStep). */
+// @ts-ignore: decorator
+@inline const ALL_CLASSES: u32 = 0xffffffff;
+// @ts-ignore: decorator
+@inline const VIS_SIZE: u32 = 1024;
+/** Stack node: u32 ret, u32 parent, u32 depth. */
+// @ts-ignore: decorator
+@inline const PN_REC: usize = 12;
+/** Configuration: u32 first pair (index into the pair pool), u32 count | accept << 31, i32 mask, u32 hash. */
+// @ts-ignore: decorator
+@inline const CF_REC: usize = 16;
+/** Configuration ids fit in 30 bits (the rollback ring keeps 2 flag bits next to them). */
+// @ts-ignore: decorator
+@inline const CF_MAX: u32 = 0x3fffffff;
+// @ts-ignore: decorator
+@inline const EMPTY_KEY: u64 = 0xffffffffffffffff;
+/** Pair-mask cache entry: u64 pair, i32 mask index, u32 most pairs one closure of its walk visited. */
+// @ts-ignore: decorator
+@inline const PM_REC: usize = 16;
+
+let pdaMode: bool = false;
+let callIdx: usize = 0;
+let callPairsAt: usize = 0;
+/** u8 per state: SK_* bits. */
+let stKind: usize = 0;
+
+let pnBase: usize = 0;
+let pnCount: u32 = 0;
+let pnCap: u32 = 0;
+let pnHt: usize = 0;
+let pnHtMask: u32 = 0;
+
+let cfBase: usize = 0;
+let cfCount: u32 = 0;
+let cfCap: u32 = 0;
+let cfHt: usize = 0;
+let cfHtMask: u32 = 0;
+let pairPool: usize = 0;
+let pairUsed: u32 = 0;
+let pairCap: u32 = 0;
+let initialCfg: u32 = 0;
+
+/** Closure scratch: visited pairs (hash with generation stamps) and the work list. */
+let visKeys: usize = 0;
+let visStamp: usize = 0;
+let visGen: u32 = 0;
+let visCount: u32 = 0;
+let workPtr: usize = 0;
+let workTop: u32 = 0;
+/** u32 per state: need(q) of pda.ts `pdaNeed`, the fewest frames above its own q needs to finish its machine. */
+let needPtr: usize = 0;
+/** Largest `depth + need` any stack-limit check saw since the last reset (summary walks). */
+let needSeen: u32 = 0;
+/** Two pair sets for feeding and committing. */
+let setA: usize = 0;
+let setB: usize = 0;
+
+/** Mask state (allocated on the first pushdown mask). */
+let pdaVocabReady: bool = false;
+let walkSets: usize = 0;
+let symBasePtr: usize = 0;
+let symFrontPtr: usize = 0;
+let symStatsPtr: usize = 0;
+let frontScratch: usize = 0;
+let frontCap: u32 = 0;
+let pairScratch: usize = 0;
+let cfgScratch: usize = 0;
+let maskCap: u32 = 0;
+let pmHt: usize = 0;
+let pmHtMask: u32 = 0;
+let pmCount: u32 = 0;
+let lastPairMax: u32 = 0;
+
+// @ts-ignore: decorator
+@inline function mix(h: u32): u32 {
+  h ^= h >>> 16;
+  h *= 0x85ebca6b;
+  h ^= h >>> 13;
+  h *= 0xc2b2ae35;
+  return h ^ (h >>> 16);
+}
+
+// @ts-ignore: decorator
+@inline function hashPair(x: u64): u32 {
+  return mix(<u32>x * 0x9e3779b1 + <u32>(x >>> 32));
+}
+
+// ---- Stack nodes ----
+
+// @ts-ignore: decorator
+@inline function pnRet(n: u32): u32 {
+  return load<u32>(pnBase + <usize>n * PN_REC);
+}
+
+// @ts-ignore: decorator
+@inline function pnParent(n: u32): u32 {
+  return load<u32>(pnBase + <usize>n * PN_REC, 4);
+}
+
+// @ts-ignore: decorator
+@inline function pnDepth(n: u32): u32 {
+  return load<u32>(pnBase + <usize>n * PN_REC, 8);
+}
+
+function pnInsert(id: u32): void {
+  let pos = hashPair((<u64>pnRet(id) << 32) | <u64>pnParent(id)) & pnHtMask;
+  while (load<u32>(pnHt + (<usize>pos << 2)) != 0) pos = (pos + 1) & pnHtMask;
+  store<u32>(pnHt + (<usize>pos << 2), id);
+}
+
+/** The node for stack `parent` with `ret` pushed. */
+function pnIntern(ret: u32, parent: u32): u32 {
+  let pos = hashPair((<u64>ret << 32) | <u64>parent) & pnHtMask;
+  for (;;) {
+    const e = load<u32>(pnHt + (<usize>pos << 2));
+    if (e == 0) break;
+    const a = pnBase + <usize>e * PN_REC;
+    if (load<u32>(a) == ret && load<u32>(a, 4) == parent) return e;
+    pos = (pos + 1) & pnHtMask;
+  }
+  if (pnCount == pnCap) {
+    pnCap <<= 1;
+    pnBase = heap.realloc(pnBase, <usize>pnCap * PN_REC);
+  }
+  const id = pnCount++;
+  const a = pnBase + <usize>id * PN_REC;
+  store<u32>(a, ret);
+  store<u32>(a, parent, 4);
+  store<u32>(a, pnDepth(parent) + 1, 8);
+  store<u32>(pnHt + (<usize>pos << 2), id);
+  if (pnCount << 1 > pnHtMask + 1) {
+    const size = (<usize>pnHtMask + 1) << 1;
+    pnHt = allocZero(size << 2);
+    pnHtMask = <u32>size - 1;
+    for (let k: u32 = 2; k < pnCount; k++) pnInsert(k);
+  }
+  return id;
+}
+
+// ---- Configurations ----
+
+// @ts-ignore: decorator
+@inline function cfRec(c: u32): usize {
+  return cfBase + <usize>c * CF_REC;
+}
+
+// @ts-ignore: decorator
+@inline function cfAccepting(c: u32): bool {
+  return (load<u32>(cfRec(c), 4) >>> 31) != 0;
+}
+
+function setHash(set: usize): u32 {
+  const n = load<u32>(set);
+  let h: u32 = mix(n ^ (load<u32>(set, 4) & SF_ACCEPT) << 31);
+  for (let i: u32 = 0; i < n; i++) h = mix(h ^ hashPair(load<u64>(set + 8 + (<usize>i << 3))));
+  return h;
+}
+
+function cfInsert(id: u32): void {
+  let pos = load<u32>(cfRec(id), 12) & cfHtMask;
+  while (load<u32>(cfHt + (<usize>pos << 2)) != 0) pos = (pos + 1) & cfHtMask;
+  store<u32>(cfHt + (<usize>pos << 2), id + 1);
+}
+
+/** The id of the configuration held by pair set `set` (counts ≤ PDA_MAX_PAIRS, sorted); interned. */
+function cfIntern(set: usize): u32 {
+  const n = load<u32>(set);
+  const word = n | ((load<u32>(set, 4) & SF_ACCEPT) << 31);
+  const h = setHash(set);
+  let pos = h & cfHtMask;
+  for (;;) {
+    const e = load<u32>(cfHt + (<usize>pos << 2));
+    if (e == 0) break;
+    const r = cfRec(e - 1);
+    if (load<u32>(r, 12) == h && load<u32>(r, 4) == word &&
+      memory.compare(pairPool + (<usize>load<u32>(r) << 3), set + 8, <usize>n << 3) == 0) return e - 1;
+    pos = (pos + 1) & cfHtMask;
+  }
+  if (cfCount >= CF_MAX) unreachable(); // 2^30 configurations: far beyond any memory
+  if (pairUsed + n > pairCap) {
+    while (pairUsed + n > pairCap) pairCap <<= 1;
+    pairPool = heap.realloc(pairPool, <usize>pairCap << 3);
+  }
+  memory.copy(pairPool + (<usize>pairUsed << 3), set + 8, <usize>n << 3);
+  if (cfCount == cfCap) {
+    cfCap <<= 1;
+    cfBase = heap.realloc(cfBase, <usize>cfCap * CF_REC);
+  }
+  const id = cfCount++;
+  const r = cfRec(id);
+  store<u32>(r, pairUsed);
+  store<u32>(r, word, 4);
+  store<i32>(r, -1, 8);
+  store<u32>(r, h, 12);
+  pairUsed += n;
+  store<u32>(cfHt + (<usize>pos << 2), id + 1);
+  if (cfCount << 1 > cfHtMask + 1) {
+    const size = (<usize>cfHtMask + 1) << 1;
+    cfHt = allocZero(size << 2);
+    cfHtMask = <u32>size - 1;
+    for (let k: u32 = 0; k < cfCount; k++) cfInsert(k);
+  }
+  return id;
+}
+
+/** Copy configuration `c` into pair set `set`. */
+function cfLoad(c: u32, set: usize): void {
+  const r = cfRec(c);
+  const word = load<u32>(r, 4);
+  const n = word & 0x7fffffff;
+  store<u32>(set, n);
+  store<u32>(set, word >>> 31 ? SF_ACCEPT : 0, 4);
+  memory.copy(set + 8, pairPool + (<usize>load<u32>(r) << 3), <usize>n << 3);
+}
+
+// ---- Closure ----
+
+// @ts-ignore: decorator
+@inline function needOf(q: u32): u32 {
+  return load<u32>(needPtr + (<usize>q << 2));
+}
+
+/**
+ * Mark pair `x` visited; a new one is counted and, within the limit, put on the work list. A pair
+ * whose stack cannot finish within PDA_MAX_STACK frames (depth + need > the limit) does not exist.
+ */
+function visitPair(x: u64): void {
+  const v = pnDepth(<u32>x) + needOf(<u32>(x >>> 32));
+  if (v > needSeen) needSeen = v;
+  if (v > PDA_MAX_STACK) return;
+  let pos = hashPair(x) & (VIS_SIZE - 1);
+  for (;;) {
+    const sp = visStamp + (<usize>pos << 2);
+    if (load<u32>(sp) != visGen) {
+      store<u32>(sp, visGen);
+      store<u64>(visKeys + (<usize>pos << 3), x);
+      break;
+    }
+    if (load<u64>(visKeys + (<usize>pos << 3)) == x) return;
+    pos = (pos + 1) & (VIS_SIZE - 1);
+  }
+  if (++visCount <= PDA_MAX_PAIRS) {
+    store<u64>(workPtr + (<usize>workTop << 3), x);
+    workTop++;
+  }
+}
+
+/**
+ * Step the pairs of set `src` by byte class `cls` (or, with ALL_CLASSES, take them as they are) and
+ * close the result into `dst` (kept pairs sorted, SF_ACCEPT / SF_ESCAPE). Returns the number of
+ * distinct pairs the closure visited: 0 when no pair reads the class, above PDA_MAX_PAIRS when the
+ * closure is too large (`dst` is then not valid). `dst` may hold no pair with SF_ACCEPT set.
+ */
+function pdaStep(src: usize, cls: u32, dst: usize): u32 {
+  const n = load<u32>(src);
+  const nc = hdr(H_NCLASSES);
+  const trans = transBase;
+  const kinds = stKind;
+  if (n == 1 && cls != ALL_CLASSES) {
+    // The common case: one pair into a state that only reads bytes (no call, no end) and needs
+    // no more frames than the pair's own state (which passed the stack-limit check).
+    const p = load<u64>(src, 8);
+    const q = <u32>(p >>> 32);
+    const t = <u32>load<u16>(trans + ((<usize>(q * nc + cls)) << 1));
+    if (t == NONE16) return 0;
+    if (<u32>load<u8>(kinds + <usize>t) == SK_READS && needOf(t) <= needOf(q)) {
+      store<u32>(dst, 1);
+      store<u32>(dst, 0, 4);
+      store<u64>(dst, (<u64>t << 32) | (p & 0xffffffff), 8);
+      return 1;
+    }
+  }
+  if (++visGen == 0) {
+    memory.fill(visStamp, 0, <usize>VIS_SIZE << 2);
+    visGen = 1;
+  }
+  visCount = 0;
+  workTop = 0;
+  for (let i: u32 = 0; i < n; i++) {
+    const p = load<u64>(src + 8 + (<usize>i << 3));
+    if (cls == ALL_CLASSES) visitPair(p);
+    else {
+      const t = <u32>load<u16>(trans + ((<usize>(<u32>(p >>> 32) * nc + cls)) << 1));
+      if (t != NONE16) visitPair((<u64>t << 32) | (p & 0xffffffff));
+    }
+    if (visCount > PDA_MAX_PAIRS) return visCount;
+  }
+  if (visCount == 0) return 0;
+  let kept: u32 = 0;
+  let flags: u32 = 0;
+  const out = dst + 8;
+  while (workTop > 0) {
+    workTop--;
+    const x = load<u64>(workPtr + (<usize>workTop << 3));
+    const q = <u32>(x >>> 32);
+    const node = <u32>x;
+    const k = <u32>load<u8>(kinds + <usize>q);
+    if (k & SK_READS) {
+      store<u64>(out + (<usize>kept << 3), x);
+      kept++;
+    }
+    if (k & SK_CALLS) {
+      // A call pushes only if the return state can still finish at this level; the new pair
+      // (start, node + ret) is then checked by visitPair like any other.
+      const depth = pnDepth(node);
+      const a = load<u32>(callIdx + (<usize>q << 2));
+      const b = load<u32>(callIdx + (<usize>q << 2), 4);
+      for (let j = a; j < b; j++) {
+        const e = load<u32>(callPairsAt + (<usize>j << 2));
+        const ret = e >>> 16;
+        const v = depth + needOf(ret);
+        if (v > needSeen) needSeen = v;
+        if (v > PDA_MAX_STACK) continue;
+        const start = e & 0xffff;
+        const w = depth + 1 + needOf(start);
+        if (w > PDA_MAX_STACK) {
+          if (w > needSeen) needSeen = w;
+          continue;
+        }
+        visitPair((<u64>start << 32) | <u64>pnIntern(ret, node));
+        if (visCount > PDA_MAX_PAIRS) return visCount;
+      }
+    }
+    if (k & SK_ACC) {
+      if (node == EMPTY_STACK) flags |= SF_ACCEPT;
+      else if (node == SYM_BASE) flags |= SF_ESCAPE;
+      else {
+        visitPair((<u64>pnRet(node) << 32) | <u64>pnParent(node));
+        if (visCount > PDA_MAX_PAIRS) return visCount;
+      }
+    }
+  }
+  // Insertion sort (sets are small).
+  for (let i: u32 = 1; i < kept; i++) {
+    const x = load<u64>(out + (<usize>i << 3));
+    let j = i;
+    while (j > 0 && load<u64>(out + (<usize>(j - 1) << 3)) > x) {
+      store<u64>(out + (<usize>j << 3), load<u64>(out + (<usize>(j - 1) << 3)));
+      j--;
+    }
+    store<u64>(out + (<usize>j << 3), x);
+  }
+  store<u32>(dst, kept);
+  store<u32>(dst, flags, 4);
+  return visCount;
+}
+
+/** A step result that is a configuration: within the pair limit, and some pair or accept. */
+// @ts-ignore: decorator
+@inline function pdaAlive(c: u32, set: usize): bool {
+  return c - 1 < PDA_MAX_PAIRS && (load<u32>(set) != 0 || (load<u32>(set, 4) & SF_ACCEPT) != 0);
+}
+
+/**
+ * Set up pushdown mode when the tables carry a call table: validate it, classify the states, and
+ * intern the initial configuration (id 0). Returns false for a malformed call table.
+ */
+function pdaInit(): bool {
+  const off = <usize>hdr(H_CALLS);
+  const nPairs = <usize>hdr(H_NCALLS);
+  if (off == 0 && nPairs == 0) return true;
+  const ns = <usize>hdr(H_NSTATES);
+  const total = <usize>load<u32>(TABLE_BASE + 8);
+  if (off == 0 || nPairs == 0 || off + ((ns + 1) << 2) + (nPairs << 2) > total) return false;
+  callIdx = TABLE_BASE + off;
+  callPairsAt = callIdx + ((ns + 1) << 2);
+  if (load<u32>(callIdx) != 0 || <usize>load<u32>(callIdx + (ns << 2)) != nPairs) return false;
+  for (let s: usize = 0; s < ns; s++) {
+    if (load<u32>(callIdx + (s << 2)) > load<u32>(callIdx + (s << 2), 4)) return false;
+  }
+  for (let j: usize = 0; j < nPairs; j++) {
+    const e = load<u32>(callPairsAt + (j << 2));
+    if (<usize>(e & 0xffff) >= ns || <usize>(e >>> 16) >= ns) return false;
+  }
+  const nc = <usize>hdr(H_NCLASSES);
+  stKind = allocZero(ns);
+  for (let s: usize = 0; s < ns; s++) {
+    let k: u32 = 0;
+    for (let c: usize = 0; c < nc; c++) {
+      if (<u32>load<u16>(transBase + ((s * nc + c) << 1)) != NONE16) {
+        k = SK_READS;
+        break;
+      }
+    }
+    if (load<u32>(callIdx + (s << 2), 4) > load<u32>(callIdx + (s << 2))) k |= SK_CALLS;
+    if (flagsOf(<u32>s) & F_ACCEPTING) k |= SK_ACC;
+    store<u8>(stKind + s, <u8>k);
+  }
+  needPtr = heap.alloc(ns << 2);
+  computeNeed();
+  pnCap = 256;
+  pnBase = heap.alloc(<usize>pnCap * PN_REC);
+  memory.fill(pnBase, 0, PN_REC << 1); // node 0 (empty) and node 1 (SYM_BASE): depth 0
+  pnCount = 2;
+  pnHt = allocZero(1024 << 2);
+  pnHtMask = 1023;
+  cfCap = 256;
+  cfBase = heap.alloc(<usize>cfCap * CF_REC);
+  cfHt = allocZero(1024 << 2);
+  cfHtMask = 1023;
+  pairCap = 1024;
+  pairPool = heap.alloc(<usize>pairCap << 3);
+  visKeys = heap.alloc(<usize>VIS_SIZE << 3);
+  visStamp = allocZero(<usize>VIS_SIZE << 2);
+  workPtr = heap.alloc((<usize>PDA_MAX_PAIRS + 1) << 3);
+  setA = heap.alloc(SET_BYTES);
+  setB = heap.alloc(SET_BYTES);
+  store<u32>(setA, 1);
+  store<u32>(setA, 0, 4);
+  store<u64>(setA, (<u64>hdr(H_INITIAL) << 32) | <u64>EMPTY_STACK, 8);
+  if (!pdaAlive(pdaStep(setA, ALL_CLASSES, setB), setB)) return false;
+  initialCfg = cfIntern(setB);
+  pdaMode = true;
+  return true;
+}
+
+/**
+ * need(q) for every state, as pda.ts `pdaNeed`: 0 at an end state, a byte edge costs nothing, a
+ * call edge [start, ret] costs max(1 + need(start), need(ret)); a fixpoint from "unknown".
+ */
+function computeNeed(): void {
+  const ns = hdr(H_NSTATES);
+  const nc = hdr(H_NCLASSES);
+  const INF_NEED: u32 = 0x3fffffff;
+  for (let q: u32 = 0; q < ns; q++) store<u32>(needPtr + (<usize>q << 2), INF_NEED);
+  let changed = true;
+  while (changed) {
+    changed = false;
+    for (let q: u32 = 0; q < ns; q++) {
+      let best: u32 = flagsOf(q) & F_ACCEPTING ? 0 : needOf(q);
+      for (let c: u32 = 0; c < nc && best > 0; c++) {
+        const t = <u32>load<u16>(transBase + (<usize>(q * nc + c) << 1));
+        if (t != NONE16 && needOf(t) < best) best = needOf(t);
+      }
+      const a = load<u32>(callIdx + (<usize>q << 2));
+      const b = load<u32>(callIdx + (<usize>q << 2), 4);
+      for (let j = a; j < b; j++) {
+        const e = load<u32>(callPairsAt + (<usize>j << 2));
+        const v = max(needOf(e & 0xffff) + 1, needOf(e >>> 16));
+        if (v < best) best = v;
+      }
+      if (best < needOf(q)) {
+        store<u32>(needPtr + (<usize>q << 2), best);
+        changed = true;
+      }
+    }
+  }
+}
+
+/** The configuration after `len` bytes at `p` from `c`, or -(1 + i) for the first byte `i` not allowed. */
+function pdaRun(c: u32, p: usize, len: usize): i32 {
+  if (len == 0) return <i32>c;
+  let a = setA;
+  let b = setB;
+  cfLoad(c, a);
+  const classmap = region(H_CLASSMAP);
+  for (let i: usize = 0; i < len; i++) {
+    const n = pdaStep(a, <u32>load<u8>(classmap + <usize>load<u8>(p + i)), b);
+    if (!pdaAlive(n, b)) return -1 - <i32>i;
+    const t = a;
+    a = b;
+    b = t;
+  }
+  return <i32>cfIntern(a);
+}
+
+// ---- Pushdown masks ----
+
+/** Allocate the mask-side state (after vocab_ready): walk sets, summaries, caches. */
+function pdaVocabInit(): void {
+  if (pdaVocabReady) return;
+  const ns = <usize>hdr(H_NSTATES);
+  walkSets = heap.alloc((<usize>maxDepth + 1) * SET_BYTES);
+  symBasePtr = allocZero(ns << 2);
+  symFrontPtr = allocZero(ns << 2);
+  symStatsPtr = allocZero(ns << 3);
+  frontCap = 256;
+  frontScratch = heap.alloc(<usize>frontCap << 2);
+  pairScratch = heap.alloc(maskBytes);
+  cfgScratch = heap.alloc(maskBytes);
+  pmHt = heap.alloc(1024 * PM_REC);
+  for (let i: usize = 0; i < 1024; i++) store<u64>(pmHt + i * PM_REC, EMPTY_KEY);
+  pmHtMask = 1023;
+  pmCount = 0;
+  // The DFA path sizes the distinct-mask index for 2 × nStates + 1 masks; configurations and pairs
+  // can need any number, so take it over with a growable copy.
+  maskCap = 0;
+  pdaGrowMasks(max<u32>(256, nMasks << 1));
+  pdaVocabReady = true;
+}
+
+/** Re-allocate the distinct-mask arrays and their hash index for `cap` masks. */
+function pdaGrowMasks(cap: u32): void {
+  const ptrs = allocZero(<usize>cap << 2);
+  const hashes = allocZero(<usize>cap << 2);
+  memory.copy(ptrs, maskPtrsPtr, <usize>nMasks << 2);
+  memory.copy(hashes, maskHashPtr, <usize>nMasks << 2);
+  let ht: usize = 16;
+  while (ht < (<usize>cap << 1)) ht <<= 1;
+  const table = heap.alloc(ht << 2);
+  memory.fill(table, 0xff, ht << 2);
+  const m = <u32>ht - 1;
+  for (let e: u32 = 0; e < nMasks; e++) {
+    let pos = load<u32>(hashes + (<usize>e << 2)) & m;
+    while (load<i32>(table + (<usize>pos << 2)) >= 0) pos = (pos + 1) & m;
+    store<i32>(table + (<usize>pos << 2), <i32>e);
+  }
+  maskPtrsPtr = ptrs;
+  maskHashPtr = hashes;
+  htPtr = table;
+  htMask = m;
+  maskCap = cap;
+}
+
+/** Intern a copy of the mask at `src` (a scratch buffer); returns its distinct-mask index. */
+function pdaInternCopy(src: usize): i32 {
+  if (nMasks + 1 > maskCap) pdaGrowMasks(maskCap << 1);
+  const p = heap.alloc(maskBytes); // the last allocation: `intern` frees it again if it is a copy
+  memory.copy(p, src, maskBytes);
+  return intern(p);
+}
+
+function pdaSetEos(out: usize): void {
+  for (let i: u32 = 0; i < nEos; i++) setBit(out, load<u32>(eosPtr + (<usize>i << 2)));
+}
+
+/**
+ * The summary of state `q`: the trie walked from the single pair (q, SYM_BASE). `base` gets the
+ * tokens accepted on paths that never pop SYM_BASE (and the empty tokens); a node whose step pops
+ * it goes to the frontier list and its subtree is left to the per-pair walks. Also records the
+ * largest `depth + need` a stack-limit check saw and the most pairs one closure visited.
+ */
+function pdaSummarize(q: u32): void {
+  const base = heap.alloc(maskBytes);
+  memory.fill(base, 0, maskBytes);
+  const nodes = nodesPtr;
+  setRange(base, 0, load<u32>(nodes + NODE, 8));
+  const sets = walkSets;
+  store<u32>(sets, 1);
+  store<u32>(sets, 0, 4);
+  store<u64>(sets, (<u64>q << 32) | <u64>SYM_BASE, 8);
+  needSeen = needOf(q);
+  let maxc: u32 = 1;
+  let nf: u32 = 0;
+  const n = nNodes;
+  let i: u32 = 1;
+  while (i < n) {
+    const p = nodes + <usize>i * NODE;
+    const w0 = load<u32>(p);
+    const d = <usize>(w0 >>> 8);
+    const dst = sets + d * SET_BYTES;
+    const c = pdaStep(sets + (d - 1) * SET_BYTES, w0 & 0xff, dst);
+    if (c > maxc) maxc = c;
+    if (c == 0 || c > PDA_MAX_PAIRS) {
+      i = load<u32>(p, 4);
+      continue;
+    }
+    if (load<u32>(dst, 4) & SF_ESCAPE) {
+      if (nf == frontCap) {
+        frontCap <<= 1;
+        frontScratch = heap.realloc(frontScratch, <usize>frontCap << 2);
+      }
+      store<u32>(frontScratch + (<usize>nf << 2), i);
+      nf++;
+      i = load<u32>(p, 4);
+      continue;
+    }
+    if (load<u32>(dst) == 0) {
+      i = load<u32>(p, 4);
+      continue;
+    }
+    setRange(base, load<u32>(p, 8), load<u32>(p, 8 + NODE));
+    i++;
+  }
+  const front = heap.alloc((<usize>nf + 1) << 2);
+  store<u32>(front, nf);
+  memory.copy(front + 4, frontScratch, <usize>nf << 2);
+  store<u32>(symFrontPtr + (<usize>q << 2), <u32>front);
+  store<u32>(symStatsPtr + (<usize>q << 3), needSeen);
+  store<u32>(symStatsPtr + (<usize>q << 3), maxc, 4);
+  store<u32>(symBasePtr + (<usize>q << 2), <u32>base);
+}
+
+/**
+ * Walk the trie from the pair set in walk set 0, OR-ing allowed tokens into `out`. `front` = 0:
+ * every node; otherwise a frontier list (u32 n, u32 nodes[n], increasing): only the frontier nodes'
+ * subtrees get bits, and only they and the nodes on the way to them are stepped. Returns the most
+ * pairs one closure visited.
+ */
+function pdaWalk(out: usize, front: usize): u32 {
+  const nodes = nodesPtr;
+  const sets = walkSets;
+  const n = nNodes;
+  let maxc: u32 = 0;
+  let fullEnd: u32 = front == 0 ? n : 0;
+  let fi: u32 = 0;
+  const nf: u32 = front == 0 ? 0 : load<u32>(front);
+  let i: u32 = 1;
+  while (i < n) {
+    const p = nodes + <usize>i * NODE;
+    const w0 = load<u32>(p);
+    const sk = load<u32>(p, 4);
+    let mark = true;
+    if (i >= fullEnd) {
+      while (fi < nf && load<u32>(front + 4 + (<usize>fi << 2)) < i) fi++;
+      if (fi == nf) break;
+      const f = load<u32>(front + 4 + (<usize>fi << 2));
+      if (f >= sk) {
+        i = sk;
+        continue;
+      }
+      if (f == i) fullEnd = sk;
+      else mark = false; // on the way to a frontier node: its tokens are in the summary's base
+    }
+    const d = <usize>(w0 >>> 8);
+    const dst = sets + d * SET_BYTES;
+    const c = pdaStep(sets + (d - 1) * SET_BYTES, w0 & 0xff, dst);
+    if (c > maxc) maxc = c;
+    if (!pdaAlive(c, dst)) {
+      i = sk;
+      continue;
+    }
+    if (mark) setRange(out, load<u32>(p, 8), load<u32>(p, 8 + NODE));
+    i++;
+  }
+  return maxc;
+}
+
+/** The mask of the single pair `x` (cached); sets `lastPairMax` to the most pairs one of its closures visited. */
+function pdaPairMask(x: u64): i32 {
+  let pos = hashPair(x) & pmHtMask;
+  for (;;) {
+    const e = pmHt + <usize>pos * PM_REC;
+    const k = load<u64>(e);
+    if (k == EMPTY_KEY) break;
+    if (k == x) {
+      lastPairMax = load<u32>(e, 12);
+      return load<i32>(e, 8);
+    }
+    pos = (pos + 1) & pmHtMask;
+  }
+  const q = <u32>(x >>> 32);
+  const node = <u32>x;
+  if (load<u32>(symBasePtr + (<usize>q << 2)) == 0) pdaSummarize(q);
+  const out = pairScratch;
+  const sets = walkSets;
+  store<u32>(sets, 1);
+  store<u32>(sets, 0, 4);
+  store<u64>(sets, x, 8);
+  let maxc: u32;
+  const stats = symStatsPtr + (<usize>q << 3);
+  if (pnDepth(node) + load<u32>(stats) <= PDA_MAX_STACK) {
+    memory.copy(out, <usize>load<u32>(symBasePtr + (<usize>q << 2)), maskBytes);
+    maxc = pdaWalk(out, <usize>load<u32>(symFrontPtr + (<usize>q << 2)));
+    if (load<u32>(stats, 4) > maxc) maxc = load<u32>(stats, 4);
+  } else {
+    // Near the stack limit a pair or push of the summary may not exist: walk everything exactly.
+    memory.fill(out, 0, maskBytes);
+    setRange(out, 0, load<u32>(nodesPtr + NODE, 8));
+    maxc = pdaWalk(out, 0);
+  }
+  const idx = pdaInternCopy(out);
+  if ((pmCount + 1) << 1 > pmHtMask + 1) pdaGrowPairCache();
+  pos = hashPair(x) & pmHtMask;
+  while (load<u64>(pmHt + <usize>pos * PM_REC) != EMPTY_KEY) pos = (pos + 1) & pmHtMask;
+  const e = pmHt + <usize>pos * PM_REC;
+  store<u64>(e, x);
+  store<i32>(e, idx, 8);
+  store<u32>(e, maxc, 12);
+  pmCount++;
+  lastPairMax = maxc;
+  return idx;
+}
+
+function pdaGrowPairCache(): void {
+  const old = pmHt;
+  const oldSize = <usize>pmHtMask + 1;
+  const size = oldSize << 1;
+  pmHt = heap.alloc(size * PM_REC);
+  for (let i: usize = 0; i < size; i++) store<u64>(pmHt + i * PM_REC, EMPTY_KEY);
+  pmHtMask = <u32>size - 1;
+  for (let i: usize = 0; i < oldSize; i++) {
+    const e = old + i * PM_REC;
+    const k = load<u64>(e);
+    if (k == EMPTY_KEY) continue;
+    let pos = hashPair(k) & pmHtMask;
+    while (load<u64>(pmHt + <usize>pos * PM_REC) != EMPTY_KEY) pos = (pos + 1) & pmHtMask;
+    memory.copy(pmHt + <usize>pos * PM_REC, e, PM_REC);
+  }
+}
+
+/** Distinct-mask index of configuration `c` (computed on first use). Needs a vocabulary. */
+function pdaMaskOf(c: u32): i32 {
+  let idx = load<i32>(cfRec(c), 8);
+  if (idx >= 0) return idx;
+  pdaVocabInit();
+  const word = load<u32>(cfRec(c), 4);
+  const n = word & 0x7fffffff;
+  const acc = (word >>> 31) != 0;
+  if (n == 1 && !acc) idx = pdaPairMask(load<u64>(pairPool + (<usize>load<u32>(cfRec(c)) << 3)));
+  else {
+    const out = cfgScratch;
+    memory.fill(out, 0, maskBytes);
+    setRange(out, 0, load<u32>(nodesPtr + NODE, 8));
+    let sum: u32 = 0;
+    for (let i: u32 = 0; i < n; i++) {
+      const src = maskAddr(pdaPairMask(load<u64>(pairPool + ((<usize>load<u32>(cfRec(c)) + <usize>i) << 3))));
+      sum += lastPairMax;
+      for (let w: usize = 0; w < maskBytes; w += 4) store<u32>(out + w, load<u32>(out + w) | load<u32>(src + w));
+    }
+    if (sum > PDA_MAX_PAIRS) {
+      // Some closure of the whole configuration might exceed the limit although each pair's
+      // does not: walk the configuration itself.
+      memory.fill(out, 0, maskBytes);
+      setRange(out, 0, load<u32>(nodesPtr + NODE, 8));
+      cfLoad(c, walkSets);
+      pdaWalk(out, 0);
+    }
+    if (acc) pdaSetEos(out);
+    idx = pdaInternCopy(out);
+  }
+  store<i32>(cfRec(c), idx, 8);
+  return idx;
+}
+
+/** Rollback ring entry in pushdown mode: configuration | counted << 30 | done << 31. */
+function pdaHistPush(r: usize, counted: bool): void {
+  const h = load<u32>(r, R_HIST);
+  const head = h & 0xffff;
+  let len = h >>> 16;
+  const entry = load<u32>(r) | (counted ? <u32>1 << 30 : 0) | (load<u32>(r, R_DONE) << 31);
+  store<u32>(r + R_RING + (<usize>head << 2), entry);
+  if (len < HIST) len++;
+  store<u32>(r, ((head + 1) & (HIST - 1)) | (len << 16), R_HIST);
+}
+
+/** m_commit in pushdown mode (the matcher is not done, `id` is in range). */
+function pdaCommit(r: usize, id: i32, kind: u32): i32 {
+  const c = load<u32>(r);
+  if (kind == K_EOS) {
+    if (!cfAccepting(c)) return 3;
+    pdaHistPush(r, false);
+    store<u32>(r, 1, R_DONE);
+    return 2;
+  }
+  if (kind != K_TEXT) return 3;
+  const off = load<u32>(tokOffPtr + (<usize>id << 2));
+  const len = load<u32>(tokOffPtr + (<usize>(id + 1) << 2)) - off;
+  const t = pdaRun(c, tokBytesPtr + <usize>off, <usize>len);
+  if (t < 0) return 3;
+  const count = load<u32>(r, R_COUNT);
+  pdaHistPush(r, count < COUNT_MAX);
+  store<u32>(r, <u32>t);
+  store<u32>(r, min(count + 1, COUNT_MAX), R_COUNT);
+  return 0;
+}
+
+/** m_rollback in pushdown mode (`0 < n ≤` the history length). */
+function pdaRollback(r: usize, n: u32): void {
+  const h = load<u32>(r, R_HIST);
+  const len = h >>> 16;
+  let count = load<u32>(r, R_COUNT);
+  let entry: u32 = 0;
+  let head = h & 0xffff;
+  for (let k: u32 = 0; k < n; k++) {
+    head = (head - 1) & (HIST - 1);
+    entry = load<u32>(r + R_RING + (<usize>head << 2));
+    if (entry & (1 << 30)) count--;
+  }
+  store<u32>(r, entry & CF_MAX);
+  store<u32>(r, count, R_COUNT);
+  store<u32>(r, entry >>> 31, R_DONE);
+  store<u32>(r, head | ((len - n) << 16), R_HIST);
+}
+
+/** `step` in pushdown mode: the configuration after one byte (interned), or -1. */
+function pdaStepExport(state: i32, byte: i32): i32 {
+  if (<u32>state >= cfCount || <u32>byte > 255) return -1;
+  cfLoad(<u32>state, setA);
+  const n = pdaStep(setA, <u32>load<u8>(region(H_CLASSMAP) + <usize>byte), setB);
+  return pdaAlive(n, setB) ? <i32>cfIntern(setB) : -1;
+}
+
+/** `m_feed` in pushdown mode (the matcher is not done): 0, or -(1 + i) with the matcher unchanged. */
+function pdaFeed(r: usize, p: usize, len: usize): i32 {
+  const t = pdaRun(load<u32>(r), p, len);
+  if (t < 0) return t;
+  store<u32>(r, <u32>t);
+  store<u32>(r, 0, R_HIST);
+  return 0;
+}
+
+/** `precompute_all` in pushdown mode: every state's summary and the masks of the configurations known so far. */
+function pdaPrecompute(): i32 {
+  pdaVocabInit();
+  const ns = hdr(H_NSTATES);
+  for (let q: u32 = 0; q < ns; q++) {
+    if ((<u32>load<u8>(stKind + <usize>q) & SK_READS) && load<u32>(symBasePtr + (<usize>q << 2)) == 0) pdaSummarize(q);
+  }
+  const nc = cfCount;
+  for (let c: u32 = 0; c < nc; c++) pdaMaskOf(c);
+  return <i32>nMasks;
+}
+
+// ---- Pushdown exports ----
+
+/** 1 when the tables carry call edges (pushdown mode: states are configuration ids), else 0. */
+export function pda_mode(): i32 {
+  return i32(pdaMode);
+}
+
+/** Configurations interned so far (pushdown mode; valid ids are `[0, config_count())`), 0 otherwise. */
+export function config_count(): i32 {
+  return pdaMode ? <i32>cfCount : 0;
+}
+
+if (transBase != 0 && !pdaInit()) transBase = 0;

@@ -163,7 +163,7 @@ describe("serializeTables / parseTables", () => {
     const v = new DataView(tables.buffer, tables.byteOffset, tables.length);
     expect([...tables.subarray(0, 4)]).toEqual([0x53, 0x50, 0x43, 0x43]); // "SPCC"
     expect(v.getUint32(0, true)).toBe(0x43435053);
-    expect(v.getUint16(4, true)).toBe(2);
+    expect(v.getUint16(4, true)).toBe(3);
     expect(v.getUint16(6, true)).toBe(0xfeff);
     expect(v.getUint32(8, true)).toBe(tables.length);
     expect(v.getUint32(12, true)).toBe(7);
@@ -263,7 +263,8 @@ describe("serializeTables / parseTables", () => {
   });
 
   it("rejects a wrong version", () => {
-    expect(() => parseTables(patched((v) => v.setUint16(4, 3, true)))).toThrow(/version 3/);
+    expect(() => parseTables(patched((v) => v.setUint16(4, 2, true)))).toThrow(/version 2/);
+    expect(() => parseTables(patched((v) => v.setUint16(4, 4, true)))).toThrow(/version 4/);
   });
 
   it("rejects a wrong byte order", () => {
@@ -552,7 +553,7 @@ describe("Spec / Matcher", () => {
 
   it("rejects a different format version", async () => {
     const v2 = tables.slice();
-    new DataView(v2.buffer).setUint16(4, 3, true);
+    new DataView(v2.buffer).setUint16(4, 2, true); // format 2 (no call table), from before the pushdown runtime
     await expect(Spec.load(emitWasm(runtime, v2))).rejects.toThrow(/no valid specc tables/);
   });
 
