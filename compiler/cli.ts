@@ -209,15 +209,18 @@ async function cmdCompile(args: string[], io: Io, sources: Map<string, string>):
     let vocab;
     try { vocab = await Vocabulary.fromTokenizerJson(values.vocab); } catch (e) { throw new InputError(`${values.vocab}: ${(e as Error).message}`); }
     wasm = appendCustomSection(wasm, VOCAB_SECTION, serializeVocabulary(vocab.flat(), vocab.eos));
-    // …and every state's mask, computed once here, so loading needs no trie walk.
-    const { Spec } = await import("../bindings/spec.js");
-    const { serializeMasks, MASKS_SECTION } = await import("../bindings/baked-vocab.js");
-    const spec = await Spec.load(wasm, { precompute: true });
-    const words = spec.maskWords;
-    const stateMask = Uint32Array.from({ length: spec.stateCount }, (_, st) => spec.exports.mask_id(st));
-    const masks = new Int32Array(spec.distinctMasks * words);
-    for (let k = 0; k < spec.distinctMasks; k++) masks.set(spec.maskAt(k), k * words);
-    wasm = appendCustomSection(wasm, MASKS_SECTION, serializeMasks({ words, stateMask, masks }));
+    // …and every state's mask, computed once here, so loading needs no trie walk. (Not for a
+    // pushdown grammar: its masks belong to configurations, which only exist as a run reaches them.)
+    if (!c.byteDfa.calls) {
+      const { Spec } = await import("../bindings/spec.js");
+      const { serializeMasks, MASKS_SECTION } = await import("../bindings/baked-vocab.js");
+      const spec = await Spec.load(wasm, { precompute: true });
+      const words = spec.maskWords;
+      const stateMask = Uint32Array.from({ length: spec.stateCount }, (_, st) => spec.exports.mask_id(st));
+      const masks = new Int32Array(spec.distinctMasks * words);
+      for (let k = 0; k < spec.distinctMasks; k++) masks.set(spec.maskAt(k), k * words);
+      wasm = appendCustomSection(wasm, MASKS_SECTION, serializeMasks({ words, stateMask, masks }));
+    }
   }
   writeAtomic(out, wasm);
   if (isCompiledGrammar(c)) {

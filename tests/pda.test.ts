@@ -19,6 +19,8 @@ import { parseGrammar, recognize, sampleSentence, seededRandom, viablePrefix } f
 import { PDA_MAX_PAIRS, PDA_MAX_STACK, PdaRunner, grammarToPda } from "../compiler/grammar/pda.js";
 import { parseTables, serializeTables } from "../compiler/tables.js";
 import { byteDfaEngine, runTrace } from "../compiler/trace.js";
+import { Spec } from "../bindings/spec.js";
+import { loadPackageTokenizer, tokenizerJsonPath } from "./helpers/tokenizers.js";
 
 const EX = "examples/grammars";
 const enc = new TextEncoder();
@@ -227,6 +229,29 @@ describe("pushdown grammars on the CLI", () => {
     expect(v.verdict).toBe("violation");
     const ok = runTrace(e, { segments: [{ by: "llm", text: `${"(".repeat(50)}7${")".repeat(50)}` }] }, []);
     expect(ok.verdict).toBe("conforms");
+  });
+
+  it("compile --vocab on a pushdown grammar bakes the vocabulary but no per-state masks, and the module loads and masks", async () => {
+    const out = join(tmp, "json-vocab.wasm");
+    const r = await cli("compile", `${EX}/json.gbnf`, "-o", out, "--vocab", tokenizerJsonPath("llama3_1"));
+    expect(r.code).toBe(EXIT.ok);
+    const bytes = readFileSync(out);
+    const mod = await WebAssembly.compile(bytes);
+    const names = WebAssembly.Module.customSections(mod, "specc.vocab").length;
+    expect(names).toBe(1);
+    expect(WebAssembly.Module.customSections(mod, "specc.masks").length).toBe(0);
+    expect(bytes.length).toBeLessThan(1_500_000);
+    const spec = await Spec.load(bytes);
+    expect(spec.pushdown).toBe(true);
+    const m = spec.matcher();
+    m.feedText(`{"a": ${"[".repeat(40)}`);
+    const mask = new Int32Array(spec.maskWords);
+    m.fillMask(mask);
+    const allowed = (t: number) => ((mask[t >> 5]! >>> (t & 31)) & 1) === 1;
+    const tok = await loadPackageTokenizer("llama3_1");
+    const ids = (text: string) => tok.encode(text);
+    expect(allowed(ids("]")[0]!)).toBe(true);
+    expect(allowed(ids("}")[0]!)).toBe(false);
   });
 
   it("render --level bytes draws call edges", async () => {
