@@ -112,12 +112,45 @@ function rawDecode(b: number[]): number {
 }
 
 function esc(cp: number): string {
-  // Class metacharacters as \xHH: llama.cpp refuses "\^" inside a class, XGrammar reads both.
-  if (cp === 0x5d || cp === 0x5b || cp === 0x5c || cp === 0x5e || cp === 0x2d || cp === 0x22) return "\\x" + cp.toString(16).padStart(2, "0");
+  // Class metacharacters and other bytes as \u00HH: llama.cpp refuses "\^" inside a class, and
+  // \xHH is ambiguous — XGrammar reads every hex digit after \x, so `[\x5cbf]` would be U+5CBF
+  // there (llama.cpp reads two). \u takes exactly four digits in both.
+  if (cp === 0x5d || cp === 0x5b || cp === 0x5c || cp === 0x5e || cp === 0x2d || cp === 0x22) return "\\u" + cp.toString(16).padStart(4, "0");
   if (cp >= 0x20 && cp < 0x7f) return String.fromCharCode(cp);
-  if (cp <= 0xff) return "\\x" + cp.toString(16).padStart(2, "0");
   if (cp <= 0xffff) return "\\u" + cp.toString(16).padStart(4, "0");
   return "\\U" + cp.toString(16).padStart(8, "0");
+}
+
+/**
+ * A character class for code-point ranges. A class that holds every non-ASCII scalar value (free
+ * text, the inside of a JSON string) is written negated, `[^…the ASCII it lacks…]`: the same set,
+ * and the form @mlc-ai/web-xgrammar 0.1.27 builds correctly — it casts the code points of a
+ * positive class's ranges to one byte, so `[a\u00e9]` misses "é" and `[\ue000-\U0010ffff]`
+ * matches control characters (bench/repro-peers.ts).
+ */
+function charClass(ranges: readonly Range[]): string {
+  const sorted = [...ranges].sort((a, b) => a.lo - b.lo);
+  let next = 0x80;
+  for (const r of sorted) {
+    if (r.hi < 0x80) continue;
+    if (Math.max(r.lo, 0x80) > next && !(next === 0xd800 && r.lo === 0xe000)) break;
+    next = Math.max(next, r.hi + 1);
+  }
+  if (next > 0x10ffff) {
+    const ascii = new Uint8Array(128);
+    for (const r of sorted) for (let c = r.lo; c <= Math.min(r.hi, 0x7f); c++) ascii[c] = 1;
+    let out = "";
+    for (let c = 0; c < 128; c++) {
+      if (ascii[c]) continue;
+      let d = c;
+      while (d + 1 < 128 && !ascii[d + 1]) d++;
+      out += d === c ? esc(c) : `${esc(c)}-${esc(d)}`;
+      c = d;
+    }
+    // Nothing excluded: "any character" (a negated empty class is not valid notation).
+    return out === "" ? "[\\u0000-\\U0010ffff]" : `[^${out}]`;
+  }
+  return `[${sorted.map((r) => (r.lo === r.hi ? esc(r.lo) : `${esc(r.lo)}-${esc(r.hi)}`)).join("")}]`;
 }
 
 /**
@@ -142,8 +175,7 @@ export function emitGrammar(d: ByteDfa, dialect: GrammarDialect, title = "spec")
       l.push(r);
     }
     for (const [to, ranges] of [...byTarget].sort((a, b) => a[0] - b[0])) {
-      const cls = ranges.map((r) => (r.lo === r.hi ? esc(r.lo) : `${esc(r.lo)}-${esc(r.hi)}`)).join("");
-      alts.push(`[${cls}] ${name(to)}`);
+      alts.push(`${charClass(ranges)} ${name(to)}`);
     }
     // A pushdown grammar's call edge: the called machine's sentence, then the return state's rest.
     for (const [start, ret] of d.calls?.[s] ?? []) alts.push(`${name(start)} ${name(ret)}`);
@@ -151,6 +183,6 @@ export function emitGrammar(d: ByteDfa, dialect: GrammarDialect, title = "spec")
     if (d.flags[s]! & ByteFlag.Accepting) alts.push(`""`);
     lines.push(`${name(s)} ::= ${alts.length ? alts.join(" | ") : `""`}`);
   }
-  if (needsEnv) lines.push(`env ::= [\\x00-\\U0010ffff]*`);
+  if (needsEnv) lines.push(`env ::= [\\u0000-\\U0010ffff]*`);
   return lines.join("\n") + "\n";
 }
