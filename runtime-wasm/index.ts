@@ -575,36 +575,118 @@ function setEos(out: usize, s: u32): void {
 }
 
 /**
+ * Scratch and caches of `walk`, allocated on the first walk (`walkInit`):
+ * - `rejPtr`: the trie-id ranges [a, b) a walk found not allowed, u32 pairs in increasing order,
+ *   adjacent ranges merged, empty ones dropped. Each range is followed by an allowed id or the end,
+ *   so there are at most nTrie / 2 + 1 of them: the buffer never overflows. A sentinel pair whose
+ *   end matches no id sits just before it, so "the last range's end" can always be read.
+ * - `textMaskPtr`: the mask of every text token (all trie ids), which a walk that rejected only a
+ *   few ids copies and then clears, instead of setting the bits of everything it allowed.
+ * - `fullPtr`: per state `t`, 256 bits: bit `k` set = every token below the root's child number `k`
+ *   is allowed when that child's byte led to `t`. Most states reach the same few free-text states
+ *   after one byte, so most of a walk is a lookup here instead of a subtree walk.
+ */
+let rejPtr: usize = 0;
+let textMaskPtr: usize = 0;
+let fullPtr: usize = 0;
+
+function walkInit(): void {
+  rejPtr = heap.alloc((<usize>(nTrie >>> 1) + 2) << 3) + 8;
+  store<u32>(rejPtr - 4, 0xffffffff);
+  textMaskPtr = allocZero(maskBytes);
+  setRange(textMaskPtr, 0, nTrie);
+  fullPtr = allocZero(<usize>hdr(H_NSTATES) << 5);
+}
+
+/** Append the rejected trie-id range [a, b) at `r` (merged with the last one when adjacent); the new end. */
+// @ts-ignore: decorator
+@inline function rejectRange(r: usize, a: u32, b: u32): usize {
+  if (load<u32>(r - 4) == a) store<u32>(r - 4, b);
+  else if (a < b) {
+    store<u32>(r, a);
+    store<u32>(r, b, 4);
+    r += 8;
+  }
+  return r;
+}
+
+/**
  * The mask of state `s` into `out` (maskBytes): one walk of the trie, dead subtrees skipped. A
  * yield state's row is empty in `walkTrans`, so nothing is allowed past an env-input marker.
+ * The walk only records what it rejects (`rejPtr`); the mask is then built from whichever side is
+ * smaller: the allowed ids (the gaps between rejected ranges) or the text mask minus the rejected.
  */
 function walk(s: u32, out: usize): void {
-  memory.fill(out, 0, maskBytes);
-  setEos(out, s);
   const nodes = nodesPtr;
-  setRange(out, 0, load<u32>(nodes + NODE, 8)); // tokens with no bytes: always allowed
   const trans = walkTrans;
   const rowBytes = hdr(H_NCLASSES) << 1;
   const stack = stackPtr;
-  const ids = trieIdsPtr;
-  store<u32>(stack, <u32>trans + s * rowBytes);
-  const end = nodes + <usize>nNodes * NODE;
-  let p = nodes + NODE;
-  while (p < end) {
-    const w0 = load<u32>(p);
-    const d = <usize>(w0 >>> 8);
-    const row = <usize>load<u32>(stack + ((d - 1) << 2));
-    const t = <u32>load<u16>(row + (<usize>(w0 & 0xff) << 1));
+  const rej = rejPtr;
+  const n = nNodes;
+  let r = rej; // end of the rejected ranges
+  const row0 = <usize>trans + <usize>(s * rowBytes);
+  // Root children one by one (k = their number), then the subtree below each child.
+  let c: u32 = 1;
+  let k: u32 = 0;
+  while (c < n) {
+    const q = nodes + <usize>c * NODE;
+    const sk = load<u32>(q, 4);
+    const t = <u32>load<u16>(row0 + (<usize>(load<u32>(q) & 0xff) << 1));
     if (t == NONE16) {
-      p = nodes + <usize>load<u32>(p, 4) * NODE;
-      continue;
+      r = rejectRange(r, load<u32>(q, 8), load<u32>(nodes + <usize>sk * NODE, 8));
+    } else {
+      const fw = fullPtr + (<usize>t << 5) + (<usize>(k >>> 5) << 2);
+      const bit: u32 = 1 << (k & 31);
+      if (k >= 256 || !(load<u32>(fw) & bit)) {
+        const r0 = r; // nothing rejected below this child iff the ranges stay as they are
+        const end0 = load<u32>(r - 4);
+        store<u32>(stack + 4, <u32>trans + t * rowBytes);
+        const e = nodes + <usize>sk * NODE;
+        let p = q + NODE;
+        while (p < e) {
+          const w0 = load<u32>(p);
+          const d = <usize>(w0 >>> 8);
+          const row = <usize>load<u32>(stack + ((d - 1) << 2));
+          const t2 = <u32>load<u16>(row + (<usize>(w0 & 0xff) << 1));
+          if (t2 == NONE16) {
+            const nx = nodes + <usize>load<u32>(p, 4) * NODE;
+            r = rejectRange(r, load<u32>(p, 8), load<u32>(nx, 8));
+            p = nx;
+            continue;
+          }
+          store<u32>(stack + (d << 2), <u32>trans + t2 * rowBytes);
+          p += NODE;
+        }
+        if (r == r0 && load<u32>(r - 4) == end0 && k < 256) store<u32>(fw, load<u32>(fw) | bit);
+      }
     }
-    let a = load<u32>(p, 8);
-    const b = load<u32>(p, 8 + NODE);
-    for (; a < b; a++) setBit(out, load<u32>(ids + (<usize>a << 2)));
-    store<u32>(stack + (d << 2), <u32>trans + t * rowBytes);
-    p += NODE;
+    c = sk;
+    k++;
   }
+  // The mask from the smaller side.
+  let rejected: u32 = 0;
+  for (let x = rej; x < r; x += 8) rejected += load<u32>(x, 4) - load<u32>(x);
+  if (rejected < nTrie - rejected) {
+    memory.copy(out, textMaskPtr, maskBytes);
+    const ids = trieIdsPtr;
+    for (let x = rej; x < r; x += 8) {
+      const b = load<u32>(x, 4);
+      for (let a = load<u32>(x); a < b; a++) {
+        const id = load<u32>(ids + (<usize>a << 2));
+        const w = out + (<usize>(id >>> 5) << 2);
+        store<u32>(w, load<u32>(w) & ~(<u32>1 << (id & 31)));
+      }
+    }
+  } else {
+    memory.fill(out, 0, maskBytes);
+    let a: u32 = 0;
+    for (let x = rej; x < r; x += 8) {
+      setRange(out, a, load<u32>(x));
+      a = load<u32>(x, 4);
+    }
+    setRange(out, a, nTrie);
+  }
+  setEos(out, s);
 }
 
 /**
@@ -727,6 +809,7 @@ function maskIndex(s: u32, budget: bool): i32 {
   const slot = (budget ? budgetMaskPtr : stateMaskPtr) + (<usize>s << 2);
   let idx = load<i32>(slot);
   if (idx >= 0) return idx;
+  if (!budget && rejPtr == 0) walkInit(); // before the mask block, which `intern` may free
   const p = heap.alloc(maskBytes);
   if (budget) walkBudget(s, p);
   else walk(s, p);
