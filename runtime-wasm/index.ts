@@ -817,11 +817,23 @@ function walkBudget(s: u32, out: usize): void {
   }
 }
 
+/**
+ * Hash of a mask for `intern`: FNV-1a style over u64 words in two independent lanes (their multiplies
+ * overlap; a mask is hashed once per state, so this is a visible part of a precompute), then the
+ * tail words; the high half is folded in because the table index takes the low bits.
+ */
 function hashMask(p: usize): u32 {
-  let h: u32 = 0x811c9dc5;
+  let a: u64 = 0xcbf29ce484222325;
+  let b: u64 = 0x84222325cbf29ce4;
   const end = p + maskBytes;
-  for (; p < end; p += 4) h = (h ^ load<u32>(p)) * 16777619;
-  return h;
+  const end16 = p + (maskBytes & ~(<usize>15));
+  for (; p < end16; p += 16) {
+    a = (a ^ load<u64>(p)) * 0x100000001b3;
+    b = (b ^ load<u64>(p, 8)) * 0x100000001b3;
+  }
+  for (; p < end; p += 4) a = (a ^ <u64>load<u32>(p)) * 0x100000001b3;
+  const h = a ^ (b * 0x9e3779b97f4a7c15);
+  return <u32>(h ^ (h >>> 32));
 }
 
 /** Index of the distinct mask equal to the fresh block `p` (the last allocation, freed if a copy). */
