@@ -585,54 +585,17 @@ function setEos(out: usize, s: u32): void {
  * - `fullPtr`: per state `t`, 256 bits: bit `k` set = every token below the root's child number `k`
  *   is allowed when that child's byte led to `t`. Most states reach the same few free-text states
  *   after one byte, so most of a walk is a lookup here instead of a subtree walk.
- * - `belowPtr`: per trie node, the byte classes on the nodes below it, one bit per class (`classBit`),
- *   and `breakPtr`: per state, the classes that do not lead back to the state itself. A walk that
- *   reaches node `i` in state `t` with `below[i] & break[t] == 0` stays in `t` for every byte below
- *   `i` (free text), so that whole subtree is allowed without visiting it.
  */
 let rejPtr: usize = 0;
 let textMaskPtr: usize = 0;
 let fullPtr: usize = 0;
-let belowPtr: usize = 0;
-let breakPtr: usize = 0;
-
-/** Bit of byte class `c` in the `below`/`break` sets: classes past 30 share bit 31 (only fewer skips). */
-// @ts-ignore: decorator
-@inline function classBit(c: u32): u32 {
-  return <u32>1 << min(c, 31);
-}
 
 function walkInit(): void {
   rejPtr = heap.alloc((<usize>(nTrie >>> 1) + 2) << 3) + 8;
   store<u32>(rejPtr - 4, 0xffffffff);
   textMaskPtr = allocZero(maskBytes);
   setRange(textMaskPtr, 0, nTrie);
-  const ns = hdr(H_NSTATES);
-  fullPtr = allocZero(<usize>ns << 5);
-  // below[i] = OR over the children j of i of (classBit(class of j) | below[j]), in one pass from
-  // the last node back: acc[d] gathers the nodes at depth d since the last node at depth d - 1,
-  // which are exactly the children of the next node at depth d - 1 met going back.
-  const n = nNodes;
-  const below = heap.alloc(<usize>n << 2);
-  const acc = allocZero((<usize>maxDepth + 2) << 2);
-  for (let i = n; i-- > 0;) {
-    const w0 = nodeW0(i);
-    const a = acc + (<usize>(w0 >>> 8) << 2);
-    const m = load<u32>(a, 4);
-    store<u32>(a, 0, 4);
-    store<u32>(below + (<usize>i << 2), m);
-    store<u32>(a, load<u32>(a) | classBit(w0 & 0xff) | m);
-  }
-  belowPtr = below;
-  const nc = hdr(H_NCLASSES);
-  breakPtr = heap.alloc(<usize>ns << 2);
-  for (let t: u32 = 0; t < ns; t++) {
-    let m: u32 = 0;
-    for (let c: u32 = 0; c < nc; c++) {
-      if (<u32>load<u16>(walkTrans + (<usize>(t * nc + c) << 1)) != t) m |= classBit(c);
-    }
-    store<u32>(breakPtr + (<usize>t << 2), m);
-  }
+  fullPtr = allocZero(<usize>hdr(H_NSTATES) << 5);
 }
 
 /** Append the rejected trie-id range [a, b) at `r` (merged with the last one when adjacent); the new end. */
@@ -662,8 +625,6 @@ function walk(s: u32, out: usize): void {
   const n = nNodes;
   let r = rej; // end of the rejected ranges
   const row0 = <usize>trans + <usize>(s * rowBytes);
-  const below = belowPtr;
-  const brk = breakPtr;
   // Root children one by one (k = their number), then the subtree below each child.
   let c: u32 = 1;
   let k: u32 = 0;
@@ -673,30 +634,28 @@ function walk(s: u32, out: usize): void {
     const t = <u32>load<u16>(row0 + (<usize>(load<u32>(q) & 0xff) << 1));
     if (t == NONE16) {
       r = rejectRange(r, load<u32>(q, 8), load<u32>(nodes + <usize>sk * NODE, 8));
-    } else if (load<u32>(below + (<usize>c << 2)) & load<u32>(brk + (<usize>t << 2))) {
+    } else {
       const fw = fullPtr + (<usize>t << 5) + (<usize>(k >>> 5) << 2);
       const bit: u32 = 1 << (k & 31);
       if (k >= 256 || !(load<u32>(fw) & bit)) {
         const r0 = r; // nothing rejected below this child iff the ranges stay as they are
         const end0 = load<u32>(r - 4);
         store<u32>(stack + 4, <u32>trans + t * rowBytes);
-        let i = c + 1;
-        while (i < sk) {
-          const p = nodes + <usize>i * NODE;
+        const e = nodes + <usize>sk * NODE;
+        let p = q + NODE;
+        while (p < e) {
           const w0 = load<u32>(p);
           const d = <usize>(w0 >>> 8);
           const row = <usize>load<u32>(stack + ((d - 1) << 2));
           const t2 = <u32>load<u16>(row + (<usize>(w0 & 0xff) << 1));
           if (t2 == NONE16) {
-            const nx = load<u32>(p, 4);
-            r = rejectRange(r, load<u32>(p, 8), load<u32>(nodes + <usize>nx * NODE, 8));
-            i = nx;
-          } else if (!(load<u32>(below + (<usize>i << 2)) & load<u32>(brk + (<usize>t2 << 2)))) {
-            i = load<u32>(p, 4); // stays in t2 below: all allowed
-          } else {
-            store<u32>(stack + (d << 2), <u32>trans + t2 * rowBytes);
-            i++;
+            const nx = nodes + <usize>load<u32>(p, 4) * NODE;
+            r = rejectRange(r, load<u32>(p, 8), load<u32>(nx, 8));
+            p = nx;
+            continue;
           }
+          store<u32>(stack + (d << 2), <u32>trans + t2 * rowBytes);
+          p += NODE;
         }
         if (r == r0 && load<u32>(r - 4) == end0 && k < 256) store<u32>(fw, load<u32>(fw) | bit);
       }
