@@ -582,20 +582,62 @@ function setEos(out: usize, s: u32): void {
  *   end matches no id sits just before it, so "the last range's end" can always be read.
  * - `textMaskPtr`: the mask of every text token (all trie ids), which a walk that rejected only a
  *   few ids copies and then clears, instead of setting the bits of everything it allowed.
- * - `fullPtr`: per state `t`, 256 bits: bit `k` set = every token below the root's child number `k`
- *   is allowed when that child's byte led to `t`. Most states reach the same few free-text states
- *   after one byte, so most of a walk is a lookup here instead of a subtree walk.
+ * - Memo of subtree walks, per state `t` and root child number `k` (< 256): the subtree below child
+ *   `k`, walked from `t` (the state its byte led to), depends only on `t` and `k`, and the same pairs
+ *   come back in state after state (most states reach the same few states after one byte). `memoPtr`
+ *   holds 64 bytes per state: 256 bits "all allowed", then 256 bits "rejections cached"; the cached
+ *   rejections are entries `next, k, n, n × (a, b)` in `poolPtr` (POOL_WORDS u32), listed per state
+ *   from `headPtr[t]` (0 = none). When the pool is full, further subtrees are simply walked again.
  */
 let rejPtr: usize = 0;
 let textMaskPtr: usize = 0;
-let fullPtr: usize = 0;
+let memoPtr: usize = 0;
+let headPtr: usize = 0;
+let poolPtr: usize = 0;
+let poolUsed: u32 = 0;
+// @ts-ignore: decorator
+@inline const POOL_WORDS: u32 = 1 << 16;
 
 function walkInit(): void {
   rejPtr = heap.alloc((<usize>(nTrie >>> 1) + 2) << 3) + 8;
   store<u32>(rejPtr - 4, 0xffffffff);
   textMaskPtr = allocZero(maskBytes);
   setRange(textMaskPtr, 0, nTrie);
-  fullPtr = allocZero(<usize>hdr(H_NSTATES) << 5);
+  const ns = <usize>hdr(H_NSTATES);
+  memoPtr = allocZero(ns << 6);
+  headPtr = allocZero(ns << 2);
+  poolPtr = heap.alloc(<usize>POOL_WORDS << 2);
+}
+
+/**
+ * Remember the walk of child `k`'s subtree from `t`: the rejected ranges it added are those at
+ * [r0, r), and the part by which it extended the range before them (whose end was `end0`).
+ */
+function memoize(t: u32, k: u32, r0: usize, end0: u32, r: usize): void {
+  const bits = memoPtr + (<usize>t << 6) + (<usize>(k >>> 5) << 2);
+  const bit: u32 = 1 << (k & 31);
+  const ext = load<u32>(r0 - 4) != end0;
+  if (r == r0 && !ext) {
+    store<u32>(bits, load<u32>(bits) | bit); // all allowed
+    return;
+  }
+  const n = <u32>((r - r0) >>> 3) + u32(ext);
+  if (poolUsed + 3 + 2 * n > POOL_WORDS) return;
+  let e = poolPtr + (<usize>poolUsed << 2);
+  const hp = headPtr + (<usize>t << 2);
+  store<u32>(e, load<u32>(hp));
+  store<u32>(e, k, 4);
+  store<u32>(e, n, 8);
+  store<u32>(hp, <u32>e);
+  e += 12;
+  if (ext) {
+    store<u32>(e, end0);
+    store<u32>(e, load<u32>(r0 - 4), 4);
+    e += 8;
+  }
+  memory.copy(e, r0, r - r0);
+  poolUsed += 3 + 2 * n;
+  store<u32>(bits, load<u32>(bits, 32) | bit, 32);
 }
 
 /** Append the rejected trie-id range [a, b) at `r` (merged with the last one when adjacent); the new end. */
@@ -635,10 +677,18 @@ function walk(s: u32, out: usize): void {
     if (t == NONE16) {
       r = rejectRange(r, load<u32>(q, 8), load<u32>(nodes + <usize>sk * NODE, 8));
     } else {
-      const fw = fullPtr + (<usize>t << 5) + (<usize>(k >>> 5) << 2);
-      const bit: u32 = 1 << (k & 31);
-      if (k >= 256 || !(load<u32>(fw) & bit)) {
-        const r0 = r; // nothing rejected below this child iff the ranges stay as they are
+      const bits = memoPtr + (<usize>t << 6) + (<usize>((k & 255) >>> 5) << 2);
+      const bit: u32 = k < 256 ? 1 << (k & 31) : 0; // no memo past 256 children (only odd tries)
+      if (load<u32>(bits) & bit) {
+        // all allowed
+      } else if (load<u32>(bits, 32) & bit) {
+        // the cached rejections of this subtree from t
+        let e = <usize>load<u32>(headPtr + (<usize>t << 2));
+        while (load<u32>(e, 4) != k) e = <usize>load<u32>(e);
+        const x1 = e + 12 + (<usize>load<u32>(e, 8) << 3);
+        for (let x = e + 12; x < x1; x += 8) r = rejectRange(r, load<u32>(x), load<u32>(x, 4));
+      } else {
+        const r0 = r;
         const end0 = load<u32>(r - 4);
         store<u32>(stack + 4, <u32>trans + t * rowBytes);
         const e = nodes + <usize>sk * NODE;
@@ -657,7 +707,7 @@ function walk(s: u32, out: usize): void {
           store<u32>(stack + (d << 2), <u32>trans + t2 * rowBytes);
           p += NODE;
         }
-        if (r == r0 && load<u32>(r - 4) == end0 && k < 256) store<u32>(fw, load<u32>(fw) | bit);
+        if (k < 256) memoize(t, k, r0, end0, r);
       }
     }
     c = sk;
