@@ -577,9 +577,10 @@ function setEos(out: usize, s: u32): void {
 /**
  * Scratch and caches of `walk`, allocated on the first walk (`walkInit`):
  * - `rejPtr`: the trie-id ranges [a, b) a walk found not allowed, u32 pairs in increasing order,
- *   adjacent ranges merged, empty ones dropped. Each range is followed by an allowed id or the end,
- *   so there are at most nTrie / 2 + 1 of them: the buffer never overflows. A sentinel pair whose
- *   end matches no id sits just before it, so "the last range's end" can always be read.
+ *   adjacent ranges merged, empty ones dropped, room for REJ_RANGES of them (a sentinel pair whose end
+ *   matches no id sits just before, so "the last range's end" can always be read). When it fills
+ *   up (rare: a mask with many alternations), `flushRejected` sets the allowed ids before the buffered
+ *   ranges in the output and empties it; that walk then builds its mask from the allowed side.
  * - `textMaskPtr`: the mask of every text token (all trie ids), which a walk that rejected only a
  *   few ids copies and then clears, instead of setting the bits of everything it allowed.
  * - Memo of subtree walks, per state `t` and root child number `k` (< 256): the subtree below child
@@ -590,16 +591,25 @@ function setEos(out: usize, s: u32): void {
  *   from `headPtr[t]` (0 = none). When the pool is full, further subtrees are simply walked again.
  */
 let rejPtr: usize = 0;
+let rejEnd: usize = 0;
 let textMaskPtr: usize = 0;
 let memoPtr: usize = 0;
 let headPtr: usize = 0;
 let poolPtr: usize = 0;
 let poolUsed: u32 = 0;
 // @ts-ignore: decorator
-@inline const POOL_WORDS: u32 = 1 << 16;
+@inline const POOL_WORDS: u32 = 1 << 15;
+// @ts-ignore: decorator
+@inline const REJ_RANGES: usize = 8192;
+/** The current walk's output, the first id not yet written to it, whether (and how often) it flushed. */
+let walkOut: usize = 0;
+let walkGapFrom: u32 = 0;
+let walkFlushed: bool = false;
+let walkFlushes: u32 = 0;
 
 function walkInit(): void {
-  rejPtr = heap.alloc((<usize>(nTrie >>> 1) + 2) << 3) + 8;
+  rejPtr = heap.alloc((REJ_RANGES + 1) << 3) + 8;
+  rejEnd = rejPtr + (REJ_RANGES << 3);
   store<u32>(rejPtr - 4, 0xffffffff);
   textMaskPtr = allocZero(maskBytes);
   setRange(textMaskPtr, 0, nTrie);
@@ -648,8 +658,29 @@ function memoize(t: u32, k: u32, r0: usize, end0: u32, r: usize): void {
     store<u32>(r, a);
     store<u32>(r, b, 4);
     r += 8;
+    if (r == rejEnd) r = flushRejected(r);
   }
   return r;
+}
+
+/**
+ * Set the allowed ids from `walkGapFrom` up to the end of the buffered ranges [rejPtr, r) in the
+ * walk's output (zeroed on the first flush) and empty the buffer; returns its new end, rejPtr.
+ */
+function flushRejected(r: usize): usize {
+  const out = walkOut;
+  if (!walkFlushed) {
+    memory.fill(out, 0, maskBytes);
+    walkFlushed = true;
+  }
+  let a = walkGapFrom;
+  for (let x = rejPtr; x < r; x += 8) {
+    setRange(out, a, load<u32>(x));
+    a = load<u32>(x, 4);
+  }
+  walkGapFrom = a;
+  walkFlushes++;
+  return rejPtr;
 }
 
 /**
@@ -666,6 +697,9 @@ function walk(s: u32, out: usize): void {
   const rej = rejPtr;
   const n = nNodes;
   let r = rej; // end of the rejected ranges
+  walkOut = out;
+  walkGapFrom = 0;
+  walkFlushed = false;
   const row0 = <usize>trans + <usize>(s * rowBytes);
   // Root children one by one (k = their number), then the subtree below each child.
   let c: u32 = 1;
@@ -690,6 +724,7 @@ function walk(s: u32, out: usize): void {
       } else {
         const r0 = r;
         const end0 = load<u32>(r - 4);
+        const f0 = walkFlushes;
         store<u32>(stack + 4, <u32>trans + t * rowBytes);
         const e = nodes + <usize>sk * NODE;
         let p = q + NODE;
@@ -707,16 +742,16 @@ function walk(s: u32, out: usize): void {
           store<u32>(stack + (d << 2), <u32>trans + t2 * rowBytes);
           p += NODE;
         }
-        if (k < 256) memoize(t, k, r0, end0, r);
+        if (k < 256 && walkFlushes == f0) memoize(t, k, r0, end0, r);
       }
     }
     c = sk;
     k++;
   }
-  // The mask from the smaller side.
+  // The mask from the smaller side (from the allowed side once the buffer was flushed).
   let rejected: u32 = 0;
   for (let x = rej; x < r; x += 8) rejected += load<u32>(x, 4) - load<u32>(x);
-  if (rejected < nTrie - rejected) {
+  if (!walkFlushed && rejected < nTrie - rejected) {
     memory.copy(out, textMaskPtr, maskBytes);
     const ids = trieIdsPtr;
     for (let x = rej; x < r; x += 8) {
@@ -728,13 +763,8 @@ function walk(s: u32, out: usize): void {
       }
     }
   } else {
-    memory.fill(out, 0, maskBytes);
-    let a: u32 = 0;
-    for (let x = rej; x < r; x += 8) {
-      setRange(out, a, load<u32>(x));
-      a = load<u32>(x, 4);
-    }
-    setRange(out, a, nTrie);
+    flushRejected(r);
+    setRange(out, walkGapFrom, nTrie);
   }
   setEos(out, s);
 }
