@@ -586,36 +586,198 @@ function setEos(out: usize, s: u32): void {
 }
 
 /**
+ * Scratch and caches of `walk`, allocated on the first walk (`walkInit`):
+ * - `rejPtr`: the trie-id ranges [a, b) a walk found not allowed, u32 pairs in increasing order,
+ *   adjacent ranges merged, empty ones dropped, room for REJ_RANGES of them (a sentinel pair whose end
+ *   matches no id sits just before, so "the last range's end" can always be read). When it fills
+ *   up (rare: a mask with many alternations), `flushRejected` sets the allowed ids before the buffered
+ *   ranges in the output and empties it; that walk then builds its mask from the allowed side.
+ * - `textMaskPtr`: the mask of every text token (all trie ids), which a walk that rejected only a
+ *   few ids copies and then clears, instead of setting the bits of everything it allowed.
+ * - Memo of subtree walks, per state `t` and root child number `k` (< 256): the subtree below child
+ *   `k`, walked from `t` (the state its byte led to), depends only on `t` and `k`, and the same pairs
+ *   come back in state after state (most states reach the same few states after one byte). `memoPtr`
+ *   holds 64 bytes per state: 256 bits "all allowed", then 256 bits "rejections cached"; the cached
+ *   rejections are entries `next, k, n, n × (a, b)` in `poolPtr` (POOL_WORDS u32), listed per state
+ *   from `headPtr[t]` (0 = none). When the pool is full, further subtrees are simply walked again.
+ */
+let rejPtr: usize = 0;
+let rejEnd: usize = 0;
+let textMaskPtr: usize = 0;
+let memoPtr: usize = 0;
+let headPtr: usize = 0;
+let poolPtr: usize = 0;
+let poolUsed: u32 = 0;
+// @ts-ignore: decorator
+@inline const POOL_WORDS: u32 = 1 << 15;
+// @ts-ignore: decorator
+@inline const REJ_RANGES: usize = 8192;
+/** The current walk's output, the first id not yet written to it, whether (and how often) it flushed. */
+let walkOut: usize = 0;
+let walkGapFrom: u32 = 0;
+let walkFlushed: bool = false;
+let walkFlushes: u32 = 0;
+
+function walkInit(): void {
+  rejPtr = heap.alloc((REJ_RANGES + 1) << 3) + 8;
+  rejEnd = rejPtr + (REJ_RANGES << 3);
+  store<u32>(rejPtr - 4, 0xffffffff);
+  textMaskPtr = allocZero(maskBytes);
+  setRange(textMaskPtr, 0, nTrie);
+  const ns = <usize>hdr(H_NSTATES);
+  memoPtr = allocZero(ns << 6);
+  headPtr = allocZero(ns << 2);
+  poolPtr = heap.alloc(<usize>POOL_WORDS << 2);
+}
+
+/**
+ * Remember the walk of child `k`'s subtree from `t`: the rejected ranges it added are those at
+ * [r0, r), and the part by which it extended the range before them (whose end was `end0`).
+ */
+function memoize(t: u32, k: u32, r0: usize, end0: u32, r: usize): void {
+  const bits = memoPtr + (<usize>t << 6) + (<usize>(k >>> 5) << 2);
+  const bit: u32 = 1 << (k & 31);
+  const ext = load<u32>(r0 - 4) != end0;
+  if (r == r0 && !ext) {
+    store<u32>(bits, load<u32>(bits) | bit); // all allowed
+    return;
+  }
+  const n = <u32>((r - r0) >>> 3) + u32(ext);
+  if (poolUsed + 3 + 2 * n > POOL_WORDS) return;
+  let e = poolPtr + (<usize>poolUsed << 2);
+  const hp = headPtr + (<usize>t << 2);
+  store<u32>(e, load<u32>(hp));
+  store<u32>(e, k, 4);
+  store<u32>(e, n, 8);
+  store<u32>(hp, <u32>e);
+  e += 12;
+  if (ext) {
+    store<u32>(e, end0);
+    store<u32>(e, load<u32>(r0 - 4), 4);
+    e += 8;
+  }
+  memory.copy(e, r0, r - r0);
+  poolUsed += 3 + 2 * n;
+  store<u32>(bits, load<u32>(bits, 32) | bit, 32);
+}
+
+/** Append the rejected trie-id range [a, b) at `r` (merged with the last one when adjacent); the new end. */
+// @ts-ignore: decorator
+@inline function rejectRange(r: usize, a: u32, b: u32): usize {
+  if (load<u32>(r - 4) == a) store<u32>(r - 4, b);
+  else if (a < b) {
+    store<u32>(r, a);
+    store<u32>(r, b, 4);
+    r += 8;
+    if (r == rejEnd) r = flushRejected(r);
+  }
+  return r;
+}
+
+/**
+ * Set the allowed ids from `walkGapFrom` up to the end of the buffered ranges [rejPtr, r) in the
+ * walk's output (zeroed on the first flush) and empty the buffer; returns its new end, rejPtr.
+ */
+function flushRejected(r: usize): usize {
+  const out = walkOut;
+  if (!walkFlushed) {
+    memory.fill(out, 0, maskBytes);
+    walkFlushed = true;
+  }
+  let a = walkGapFrom;
+  for (let x = rejPtr; x < r; x += 8) {
+    setRange(out, a, load<u32>(x));
+    a = load<u32>(x, 4);
+  }
+  walkGapFrom = a;
+  walkFlushes++;
+  return rejPtr;
+}
+
+/**
  * The mask of state `s` into `out` (maskBytes): one walk of the trie, dead subtrees skipped. A
  * yield state's row is empty in `walkTrans`, so nothing is allowed past an env-input marker.
+ * The walk only records what it rejects (`rejPtr`); the mask is then built from whichever side is
+ * smaller: the allowed ids (the gaps between rejected ranges) or the text mask minus the rejected.
  */
 function walk(s: u32, out: usize): void {
-  memory.fill(out, 0, maskBytes);
-  setEos(out, s);
   const nodes = nodesPtr;
-  setRange(out, 0, load<u32>(nodes + NODE, 8)); // tokens with no bytes: always allowed
   const trans = walkTrans;
   const rowBytes = hdr(H_NCLASSES) << 1;
   const stack = stackPtr;
-  const ids = trieIdsPtr;
-  store<u32>(stack, <u32>trans + s * rowBytes);
-  const end = nodes + <usize>nNodes * NODE;
-  let p = nodes + NODE;
-  while (p < end) {
-    const w0 = load<u32>(p);
-    const d = <usize>(w0 >>> 8);
-    const row = <usize>load<u32>(stack + ((d - 1) << 2));
-    const t = <u32>load<u16>(row + (<usize>(w0 & 0xff) << 1));
+  const rej = rejPtr;
+  const n = nNodes;
+  let r = rej; // end of the rejected ranges
+  walkOut = out;
+  walkGapFrom = 0;
+  walkFlushed = false;
+  const row0 = <usize>trans + <usize>(s * rowBytes);
+  // Root children one by one (k = their number), then the subtree below each child.
+  let c: u32 = 1;
+  let k: u32 = 0;
+  while (c < n) {
+    const q = nodes + <usize>c * NODE;
+    const sk = load<u32>(q, 4);
+    const t = <u32>load<u16>(row0 + (<usize>(load<u32>(q) & 0xff) << 1));
     if (t == NONE16) {
-      p = nodes + <usize>load<u32>(p, 4) * NODE;
-      continue;
+      r = rejectRange(r, load<u32>(q, 8), load<u32>(nodes + <usize>sk * NODE, 8));
+    } else {
+      const bits = memoPtr + (<usize>t << 6) + (<usize>((k & 255) >>> 5) << 2);
+      const bit: u32 = k < 256 ? 1 << (k & 31) : 0; // no memo past 256 children (only odd tries)
+      if (load<u32>(bits) & bit) {
+        // all allowed
+      } else if (load<u32>(bits, 32) & bit) {
+        // the cached rejections of this subtree from t
+        let e = <usize>load<u32>(headPtr + (<usize>t << 2));
+        while (load<u32>(e, 4) != k) e = <usize>load<u32>(e);
+        const x1 = e + 12 + (<usize>load<u32>(e, 8) << 3);
+        for (let x = e + 12; x < x1; x += 8) r = rejectRange(r, load<u32>(x), load<u32>(x, 4));
+      } else {
+        const r0 = r;
+        const end0 = load<u32>(r - 4);
+        const f0 = walkFlushes;
+        store<u32>(stack + 4, <u32>trans + t * rowBytes);
+        const e = nodes + <usize>sk * NODE;
+        let p = q + NODE;
+        while (p < e) {
+          const w0 = load<u32>(p);
+          const d = <usize>(w0 >>> 8);
+          const row = <usize>load<u32>(stack + ((d - 1) << 2));
+          const t2 = <u32>load<u16>(row + (<usize>(w0 & 0xff) << 1));
+          if (t2 == NONE16) {
+            const nx = nodes + <usize>load<u32>(p, 4) * NODE;
+            r = rejectRange(r, load<u32>(p, 8), load<u32>(nx, 8));
+            p = nx;
+            continue;
+          }
+          store<u32>(stack + (d << 2), <u32>trans + t2 * rowBytes);
+          p += NODE;
+        }
+        if (k < 256 && walkFlushes == f0) memoize(t, k, r0, end0, r);
+      }
     }
-    let a = load<u32>(p, 8);
-    const b = load<u32>(p, 8 + NODE);
-    for (; a < b; a++) setBit(out, load<u32>(ids + (<usize>a << 2)));
-    store<u32>(stack + (d << 2), <u32>trans + t * rowBytes);
-    p += NODE;
+    c = sk;
+    k++;
   }
+  // The mask from the smaller side (from the allowed side once the buffer was flushed).
+  let rejected: u32 = 0;
+  for (let x = rej; x < r; x += 8) rejected += load<u32>(x, 4) - load<u32>(x);
+  if (!walkFlushed && rejected < nTrie - rejected) {
+    memory.copy(out, textMaskPtr, maskBytes);
+    const ids = trieIdsPtr;
+    for (let x = rej; x < r; x += 8) {
+      const b = load<u32>(x, 4);
+      for (let a = load<u32>(x); a < b; a++) {
+        const id = load<u32>(ids + (<usize>a << 2));
+        const w = out + (<usize>(id >>> 5) << 2);
+        store<u32>(w, load<u32>(w) & ~(<u32>1 << (id & 31)));
+      }
+    }
+  } else {
+    flushRejected(r);
+    setRange(out, walkGapFrom, nTrie);
+  }
+  setEos(out, s);
 }
 
 /**
@@ -705,11 +867,23 @@ function walkBudget(s: u32, out: usize): void {
   }
 }
 
+/**
+ * Hash of a mask for `intern`: FNV-1a style over u64 words in two independent lanes (their multiplies
+ * overlap; a mask is hashed once per state, so this is a visible part of a precompute), then the
+ * tail words; the high half is folded in because the table index takes the low bits.
+ */
 function hashMask(p: usize): u32 {
-  let h: u32 = 0x811c9dc5;
+  let a: u64 = 0xcbf29ce484222325;
+  let b: u64 = 0x84222325cbf29ce4;
   const end = p + maskBytes;
-  for (; p < end; p += 4) h = (h ^ load<u32>(p)) * 16777619;
-  return h;
+  const end16 = p + (maskBytes & ~(<usize>15));
+  for (; p < end16; p += 16) {
+    a = (a ^ load<u64>(p)) * 0x100000001b3;
+    b = (b ^ load<u64>(p, 8)) * 0x100000001b3;
+  }
+  for (; p < end; p += 4) a = (a ^ <u64>load<u32>(p)) * 0x100000001b3;
+  const h = a ^ (b * 0x9e3779b97f4a7c15);
+  return <u32>(h ^ (h >>> 32));
 }
 
 /** Index of the distinct mask equal to the fresh block `p` (the last allocation, freed if a copy). */
@@ -738,6 +912,7 @@ function maskIndex(s: u32, budget: bool): i32 {
   const slot = (budget ? budgetMaskPtr : stateMaskPtr) + (<usize>s << 2);
   let idx = load<i32>(slot);
   if (idx >= 0) return idx;
+  if (!budget && rejPtr == 0) walkInit(); // before the mask block, which `intern` may free
   const p = heap.alloc(maskBytes);
   if (budget) walkBudget(s, p);
   else walk(s, p);
