@@ -5,6 +5,7 @@
  * tokens, seeded random environment text at each yield). Both back the `specc replay` and
  * `specc sample` commands and the tests.
  */
+import { PdaRunner, pdaOfByteDfa } from "../compiler/grammar/pda.js";
 import { firstMarker, type Trace } from "../compiler/trace.js";
 import { seededRandom } from "./llama.js";
 import type { Matcher, Spec } from "./spec.js";
@@ -134,10 +135,13 @@ export function sampleTraces(spec: Spec, vocab: Vocabulary, o: SampleOptions): T
   const k = o.maxStateTokens ?? 8;
   const spell = speller(vocab);
   const m: Matcher = spec.matcher();
+  // A pushdown grammar has no spec states to move on to (and no budgets): past 4k tokens the
+  // sampler writes a shortest completion instead (PdaRunner.finish), so every sample ends.
+  const finisher = spec.pushdown ? new PdaRunner(pdaOfByteDfa(spec.dfa)) : null;
   for (let n = 0; n < o.n; n++) {
     const rand = seededRandom(o.seed * 1_000_003 + n);
     m.reset();
-    m.budget = 4 * k; // the runtime's budget is only the safety net; the sampler moves on at k
+    if (!finisher) m.budget = 4 * k; // the runtime's budget is only the safety net; the sampler moves on at k
     const segments: Trace["segments"] = [];
     let bytes: number[] = [];
     const flush = () => { if (bytes.length) segments.push({ by: "llm", text: dec.decode(Uint8Array.from(bytes)) }); bytes = []; };
@@ -149,7 +153,18 @@ export function sampleTraces(spec: Spec, vocab: Vocabulary, o: SampleOptions): T
     };
     for (let t = 0; t < maxTokens; t++) {
       let tok: number;
-      if (masked && m.tokensInState >= k && rand() < 0.5) {
+      if (masked && finisher && m.tokensInState >= 4 * k && rand() < 0.5) {
+        const rest = finisher.finish(finisher.run(Uint8Array.from(bytes))!);
+        const ids = rest && spell(dec.decode(rest));
+        const snapshot = m.state;
+        if (ids && ids.every((id) => m.commit(id) !== "rejected")) {
+          for (const b of rest!) bytes.push(b);
+          if (vocab.eos[0] !== undefined) m.commit(vocab.eos[0]);
+          break;
+        }
+        m.state = snapshot; // a completion that does not spell (e.g. mid-character): go on sampling
+      }
+      if (masked && !finisher && m.tokensInState >= k && rand() < 0.5) {
         // Past k tokens in a state, move on: write one of the valid next markers (or end the run).
         const forced = forceMarker(m, spell, rand, spec, vocab.eos[0]);
         if (forced === "eos") break;

@@ -9,7 +9,7 @@
 import { SpecError } from "./diagnostics.js";
 import { ByteFlag, type ByteDfa } from "./ir.js";
 import { runBytes } from "./automata/bytes.js";
-import { PdaRunner, type PdaConfig } from "./grammar/pda.js";
+import { PdaRunner, pdaOfByteDfa, type PdaConfig } from "./grammar/pda.js";
 
 export interface Segment { by: "prompt" | "llm" | "env"; text: string }
 export interface Trace { segments: Segment[] }
@@ -43,7 +43,7 @@ export function byteDfaEngine(d: ByteDfa): Engine {
  * in order of first appearance (so equal configurations are equal numbers); flags: Accepting only.
  */
 export function pdaEngine(d: ByteDfa): Engine {
-  const runner = new PdaRunner({ ...d, accepting: Uint8Array.from(d.flags, (f) => f & ByteFlag.Accepting), calls: d.calls! });
+  const runner = new PdaRunner(pdaOfByteDfa(d));
   const configs: PdaConfig[] = [];
   const ids = new Map<string, number>();
   const id = (c: PdaConfig): number => {

@@ -313,6 +313,35 @@ export function pdaNeed(pda: Pick<GrammarPda, "nStates" | "nClasses" | "trans" |
   return need;
 }
 
+/**
+ * dist(q) for every state: the fewest bytes that finish state q's machine (0 at an end; a byte edge
+ * costs 1; a call [start, ret] costs dist(start) + dist(ret)). A pair (q, frames) is then at
+ * dist(q) + Σ dist(frame) bytes from acceptance — what `PdaRunner.finish` descends.
+ */
+export function pdaDist(pda: Pick<GrammarPda, "nStates" | "nClasses" | "trans" | "accepting" | "calls">): Int32Array {
+  const INF = 0x3fffffff;
+  const dist = new Int32Array(pda.nStates).fill(INF);
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (let q = 0; q < pda.nStates; q++) {
+      let best = pda.accepting[q] ? 0 : dist[q]!;
+      for (let c = 0; c < pda.nClasses && best > 0; c++) {
+        const t = pda.trans[q * pda.nClasses + c]!;
+        if (t >= 0 && dist[t]! + 1 < best) best = dist[t]! + 1;
+      }
+      for (const [st, rt] of pda.calls[q]!) best = Math.min(best, dist[st]! + dist[rt]!);
+      if (best < dist[q]!) { dist[q] = best; changed = true; }
+    }
+  }
+  return dist;
+}
+
+/** A compiled pushdown grammar's ByteDfa (tables) as the GrammarPda the runner takes. */
+export function pdaOfByteDfa(d: { nStates: number; nClasses: number; classMap: Uint8Array; initial: number; trans: Int32Array; flags: Uint8Array; calls?: (readonly [number, number])[][] }): GrammarPda {
+  if (!d.calls) throw new Error("pdaOfByteDfa: the automaton has no call table (not a pushdown grammar)");
+  return { nStates: d.nStates, nClasses: d.nClasses, classMap: d.classMap, initial: d.initial, trans: d.trans, accepting: Uint8Array.from(d.flags, (f) => f & 1), calls: d.calls };
+}
+
 /** A configuration: closed set of pairs, `stacks[i]` bottom → top; `accept`: an end with an empty stack. */
 export interface PdaConfig {
   states: number[];
@@ -364,6 +393,38 @@ export class PdaRunner {
   accepts(bytes: Uint8Array): boolean {
     return this.run(bytes)?.accept === true;
   }
+
+  /**
+   * Bytes that complete `c` into a sentence, greedily along `pdaDist` (each byte brings the
+   * nearest pair one byte closer, so this is a shortest completion); null if none is found within
+   * `maxBytes` (the stack limit can, in principle, cut a completion's way).
+   */
+  finish(c: PdaConfig, maxBytes = 100_000): Uint8Array | null {
+    const dist = (this.dist ??= pdaDist(this.pda));
+    const d = (x: PdaConfig): number => {
+      if (x.accept) return 0;
+      let best = Infinity;
+      for (let i = 0; i < x.states.length; i++) best = Math.min(best, dist[x.states[i]!]! + x.stacks[i]!.reduce((a, r) => a + dist[r]!, 0));
+      return best;
+    };
+    const reps: number[] = [];
+    const seenClass = new Set<number>();
+    for (let b = 0; b < 256; b++) if (!seenClass.has(this.pda.classMap[b]!)) { seenClass.add(this.pda.classMap[b]!); reps.push(b); }
+    const out: number[] = [];
+    while (!c.accept) {
+      if (out.length >= maxBytes) return null;
+      let best: PdaConfig | null = null, bestByte = -1, bestD = Infinity;
+      for (const b of reps) {
+        const n = this.step(c, b);
+        if (n && d(n) < bestD) { best = n; bestByte = b; bestD = d(n); }
+      }
+      if (!best) return null;
+      out.push(bestByte);
+      c = best;
+    }
+    return Uint8Array.from(out);
+  }
+  private dist: Int32Array | undefined;
 
   /** A canonical string for a configuration (equal sets of pairs, equal keys). */
   static key(c: PdaConfig): string {
