@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateConstrained, vocabularyFromLlamaModel, type ConstrainedResult } from "../bindings/llama.js";
 import { Spec } from "../bindings/spec.js";
 import type { Vocabulary } from "../bindings/vocab.js";
-import { compileSource, compileToWasm } from "../compiler/compile.js";
+import { compileGrammarSource, compileSource, compileToWasm } from "../compiler/compile.js";
+import { parseGrammar, recognize, viablePrefix } from "../compiler/grammar/index.js";
 import type { Compiled } from "../compiler/ir.js";
 import { byteDfaEngine, runTrace } from "../compiler/trace.js";
 import { checkTrace } from "./reference/interpreter.js";
@@ -96,5 +97,32 @@ describe.skipIf(!haveModel)("constrained decoding with a real model (node-llama-
     const text = runs.map((r) => r.constrained.segments.map((s) => s.text).join("")).join("\n");
     expect(text).toMatch(/Action:\s*(Search|Lookup)\s*Action Input:/);
     expect(runs.some((r) => r.constrained.segments.some((s) => s.by === "env"))).toBe(true);
+  });
+
+  it("a pushdown grammar (json.gbnf, unbounded nesting) in the same decode loop: every output is a JSON prefix, complete when it stopped on its own", async () => {
+    // Start at `value` (no leading whitespace): the 260K story model would otherwise write newlines only.
+    const cfg = parseGrammar(readFileSync("examples/grammars/json.gbnf", "utf8"), "json.gbnf", { start: "value" });
+    const jsonSpec = await Spec.load(compileToWasm(compileGrammarSource(readFileSync("examples/grammars/json.gbnf", "utf8"), "json.gbnf", {}, "value")), { vocab });
+    expect(jsonSpec.pushdown).toBe(true);
+    let finished = 0;
+    for (let seed = 0; seed < 3; seed++) {
+      const seq = ctx.getSequence();
+      try {
+        const r = await generateConstrained({
+          sequence: seq as never, tokenize: (t) => [...model.tokenize(t)], vocab, matcher: jsonSpec.matcher(),
+          prompt: 'Lily wrote her toys as JSON: ', tool: () => "", envMarkers: [], maxTokens: 80,
+          temperature: seed === 0 ? 0 : 0.9, seed,
+        });
+        const text = r.segments.filter((x) => x.by === "llm").map((x) => x.text).join("");
+        expect(r.sampledTokens).toBeGreaterThan(0);
+        expect(text).toMatch(/^[[{"\-0-9tfn]/);
+        expect(viablePrefix(cfg, text), JSON.stringify(text)).toBe(true);
+        if (r.stop === "done") { finished++; expect(recognize(cfg, text), JSON.stringify(text)).toBe(true); }
+        if (process.env.SPECC_DEBUG) console.log(r.stop, JSON.stringify(text));
+      } finally {
+        seq.dispose();
+      }
+    }
+    if (process.env.SPECC_DEBUG) console.log(`json: ${finished}/3 finished within 80 tokens`);
   });
 });
