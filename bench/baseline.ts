@@ -37,7 +37,7 @@ export function baselineOf(r: SuiteResult): Baseline {
     metrics[`${k}: warm p50 ns`] = c.warmFill.p50;
     metrics[`${k}: warm p99 ns`] = c.warmFill.p99;
     metrics[`${k}: cold p99 ns`] = c.cold.p99;
-    metrics[`${k}: precompute ms`] = c.precomputeMs;
+    if (Number.isFinite(c.precomputeMs)) metrics[`${k}: precompute ms`] = c.precomputeMs; // NaN: a pushdown grammar has none
     metrics[`${k}: commit p50 ns`] = c.commit.p50;
     metrics[`${k}: batch256 p50 ns`] = c.batch256.p50;
   }

@@ -34,7 +34,11 @@ export const VOCABS: SuiteVocab[] = [
   { name: "gemma3", label: "Gemma 3 (262k)", path: "" },
 ].map((v) => ({ ...v, path: require.resolve(`@lenml/tokenizer-${v.name}/models/tokenizer.json`) }));
 
-export const SPECS = ["react", "react-brackets", "reflexion", "chat-bot", "react-tools"];
+/** Example specs by name: agents (examples/NAME.agent) and standalone grammars (examples/grammars/NAME). */
+export const SPECS = ["react", "react-brackets", "reflexion", "chat-bot", "react-tools", "react-calculator", "tool-json", "json.gbnf", "arithmetic.gbnf"];
+/** llama.cpp's grammar engine runs on the five seed agents (each a GBNF export of several KB, timed per token). */
+const LLAMA_SPECS = ["react", "react-brackets", "reflexion", "chat-bot", "react-tools"];
+const specPath = (name: string): string => (name.endsWith(".gbnf") ? join(root, "examples", "grammars", name) : join(root, "examples", `${name}.agent`));
 
 const { values } = parseArgs({
   options: {
@@ -68,7 +72,7 @@ const quick = values.quick!;
 const pick = <T extends { name: string }>(all: T[], list: string | undefined): T[] =>
   list ? list.split(",").map((n) => all.find((x) => x.name === n) ?? (() => { throw new Error(`unknown name ${n}; known: ${all.map((x) => x.name).join(", ")}`); })()) : all;
 const vocabs = pick(VOCABS, values.vocab);
-const specs = pick(SPECS.map((name) => ({ name })), values.spec).map((s) => join(root, "examples", `${s.name}.agent`));
+const specs = pick(SPECS.map((name) => ({ name })), values.spec).map((s) => specPath(s.name));
 const iterations = Number(values.iterations ?? (quick ? 20 : 200));
 const xgIterations = Number(values["xgrammar-iterations"] ?? (quick ? 1 : 5));
 const variants = values["xgrammar-variants"]!.split(",") as XGrammarVariant[];
@@ -91,7 +95,7 @@ const result = await runSuite({
   case: { iterations, batchSamples: quick ? 50 : 500, memoryMatchers: quick ? 10_000 : 100_000, compileRuns: quick ? 1 : 5 },
   compileCommandRuns: quick ? 1 : 5,
   xgrammar: values["no-xgrammar"] ? null : { variants, iterations: xgIterations, ...(values["as-emitted-vocabs"] === "all" ? {} : { asEmittedVocabs: values["as-emitted-vocabs"]!.split(",") }) },
-  llamaCpp: values["no-llama"] ? null : { model: join(root, "..", "shared", "models", "stories260K.gguf"), iterations: quick ? 1 : 3, specs },
+  llamaCpp: values["no-llama"] ? null : { model: join(root, "..", "shared", "models", "stories260K.gguf"), iterations: quick ? 1 : 3, specs: specs.filter((p) => LLAMA_SPECS.some((n) => p.endsWith(`/${n}.agent`))) },
   benny: values["no-benny"] ? null : { maxTime: quick ? 0.05 : 0.4, minSamples: quick ? 1 : 5, save: { folder: out, file: "benny" } },
   onProgress: progress,
 });

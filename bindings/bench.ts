@@ -28,7 +28,7 @@ import { createRequire } from "node:module";
 import { arch, cpus, loadavg, platform, release, tmpdir, totalmem } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { compileSource, compileToWasm } from "../compiler/compile.js";
+import { compileGrammarSource, compileSource, compileToWasm, isGrammarFile } from "../compiler/compile.js";
 import { emitGrammar } from "../compiler/emit-grammar.js";
 import type { Compiled } from "../compiler/ir.js";
 import { firstMarker, parseTrace, type Trace } from "../compiler/trace.js";
@@ -699,13 +699,23 @@ export const DEFAULT_TRACES: Record<string, string> = {
   "reflexion.agent": "tests/fixtures/traces/reflexion-two-trials.json",
   "chat-bot.agent": "tests/fixtures/traces/chat-bot-two-turns.json",
   "react-tools.agent": "tests/fixtures/traces/001-fig1-react-fever-beautiful.json",
+  "react-calculator.agent": "tests/fixtures/traces/calc-gsm8k-natalia.json",
+  "tool-json.agent": "tests/fixtures/traces/json-weather.json",
+  "json.gbnf": "bench/traces/json-nested.json",
+  "arithmetic.gbnf": "bench/traces/arith-nested.json",
 };
+
+/** A spec file compiled the way `specc compile` would (an agent spec, or a standalone grammar). */
+export function compileSpecFile(p: string): Compiled {
+  const text = readFileSync(p, "utf8");
+  return isGrammarFile(p) ? compileGrammarSource(text, p) : compileSource(text, p);
+}
 
 /**
  * Compiles a spec and loads it with a vocabulary; tokenizes its transcript (the given one, the
  * spec's default seed transcript, or — for any other spec — a seeded sample under the masks).
  */
-export async function prepareCase(specPath: string, v: LoadedVocab, tracePath?: string, compile: (path: string) => Compiled = (p) => compileSource(readFileSync(p, "utf8"), p)): Promise<PreparedCase> {
+export async function prepareCase(specPath: string, v: LoadedVocab, tracePath?: string, compile: (path: string) => Compiled = compileSpecFile): Promise<PreparedCase> {
   const compiled = compile(specPath);
   const wasm = compileToWasm(compiled);
   const t0 = now();
@@ -736,7 +746,7 @@ export interface CaseResult {
   byteStates: number;
   /** A pushdown grammar: masks per configuration (no full precompute; `cold` = first mask of each configuration reached). */
   pushdown?: boolean;
-  /** A standalone grammar (.gbnf/.ebnf): DESIGN §5's per-token target against XGrammar is ≥ 10×, not ≥ 100×. */
+  /** A standalone grammar or an agent spec with grammar content: DESIGN §5's per-token target against XGrammar is ≥ 10× (grammars), not ≥ 100×. */
   grammar?: boolean;
   distinctMasks: number;
   wasmBytes: number;
@@ -949,7 +959,7 @@ export async function benchSpecc(c: PreparedCase, o: CaseOptions): Promise<CaseR
     tokens: { llm: replay.llmTokens, prompt: replay.promptTokens, env: replay.envTokens },
     byteStates: compiled.byteDfa.nStates,
     pushdown: spec.pushdown,
-    grammar: "grammar" in compiled,
+    grammar: "grammar" in compiled || compiled.ir.states.some((st) => st.content.kind === "grammar"),
     distinctMasks: distinct,
     wasmBytes: wasm.length,
     loadMs: c.loadMs,
@@ -1510,7 +1520,9 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
         if (xv && o.xgrammar) {
           r.xgrammar = [];
           const asEmitted = o.xgrammar.asEmittedVocabs;
-          for (const variant of o.xgrammar.variants.filter((x) => x !== "as-emitted" || !asEmitted || asEmitted.includes(sv.name))) {
+          // A standalone grammar also runs XGrammar on its own text (the same grammar, DESIGN §5's ≥ 10×).
+          const variants: XGrammarVariant[] = [...(isGrammarFile(specPath) ? ["original" as const] : []), ...o.xgrammar.variants];
+          for (const variant of variants.filter((x) => x !== "as-emitted" || !asEmitted || asEmitted.includes(sv.name))) {
             progress(`[${done}/${total}] ${sv.label} × ${basename(specPath)}: XGrammar (${variant} EBNF: compiling for ${v.vocab.size} tokens, then replaying)`);
             r.xgrammar.push(await benchXGrammar(xv, c, variant, o.xgrammar.iterations, r.warmFill));
           }
@@ -1623,7 +1635,7 @@ export function renderResultsMarkdown(r: SuiteResult): string {
 
   if (xgVariants.length) {
     L.push("Two XGrammar inputs. *as-emitted*: `emitGrammar(byteDfa, \"ebnf\")` verbatim (what `specc compile --emit ebnf` writes). @mlc-ai/web-xgrammar 0.1.27 miscompiles positive character classes holding non-ASCII code points (its GrammarFSMBuilderImpl::CharacterClass casts each range bound to one byte) and reads every hex digit after `\\x`, so the emitter writes `\\u00HH` escapes and every class holding all non-ASCII characters (free text) as the equivalent negated class, which XGrammar builds correctly. *workaround*: the same text through `xgrammarWorkaroundEbnf`, which also rewrites the one class the emitter leaves positive — the `env` rule's any-character class. Minimal reproduction of the XGrammar bug: with any vocabulary, `root ::= [\\u0800-\\u087f]` allows the token \"A\" and not \"ࠀ\"; `root ::= [a-zé]` does not allow \"é\"; `root ::= [\\x80-\\xff]` allows nothing.", "");
-    L.push("Agent-spec numbers only: the DESIGN §5 targets for grammar-constrained content (p50 ≤ 50 µs, ≥ 10× vs XGrammar) are not measured by this suite (none of the five specs has grammar content).", "");
+    L.push("Grammars: react-calculator.agent (an arithmetic Action Input) and tool-json.agent (a JSON-object Action Input) carry grammar content, compiled into the agent's DFA with a bounded nesting depth; json.gbnf and arithmetic.gbnf are standalone grammars, compiled to pushdown automata (exact at any depth) and replayed on 10-deep documents (bench/traces/). For those two XGrammar also runs the grammar's own text (*original*). DESIGN §5 holds grammars to p50 ≤ 50 µs and ≥ 10× (agent specs: ≥ 100×). A pushdown grammar has no full precompute: its masks belong to configurations (state + stack), computed on first use; its cold figure is the first mask of each configuration the transcript reaches.", "");
   }
 
   L.push("## Compile time", "");
@@ -1647,7 +1659,7 @@ export function renderResultsMarkdown(r: SuiteResult): string {
 
   L.push("## specc: cold states, precompute, commit, batch", "");
   L.push(markdownTable(["spec", "vocabulary", "byte states → masks", "cold first visit p50 / p99 / max", "full precompute", "commit p50 / p99", "fillMask+commit amortized", "batch of 256 p50 / p99", "raw fill_masks ×256 p50"],
-    r.cases.map((c) => [c.spec, label(c.vocab), `${c.byteStates} → ${c.distinctMasks}`, `${t2(c.cold)} / ${fmtUs(c.cold.max)}`, fmtMs(c.precomputeMs), t2(c.commit), fmtUs(c.stepAmortizedNs), t2(c.batch256), fmtUs(c.batch256Raw.p50)])));
+    r.cases.map((c) => [c.spec, label(c.vocab), `${c.byteStates} → ${c.distinctMasks}`, `${t2(c.cold)} / ${fmtUs(c.cold.max)}`, (Number.isFinite(c.precomputeMs) ? fmtMs(c.precomputeMs) : "n/a (pushdown)"), t2(c.commit), fmtUs(c.stepAmortizedNs), t2(c.batch256), fmtUs(c.batch256Raw.p50)])));
   L.push("");
 
   L.push("## Sizes and memory", "");

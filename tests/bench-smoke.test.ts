@@ -10,6 +10,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
+  caseTargets,
   renderResultsMarkdown,
   repoRoot,
   runBench,
@@ -131,6 +132,35 @@ describe("benchmark suites (smoke: tiny iteration counts, no timing assertions)"
     expect(compareBaselines(b, b).every((x) => !x.failed && x.ratio === 1)).toBe(true);
     const worse = { ...b, metrics: { ...b.metrics, "react.agent: wasm bytes": b.metrics["react.agent: wasm bytes"]! * 2 } };
     expect(compareBaselines(b, worse).filter((x) => x.failed).map((x) => x.metric)).toEqual(["react.agent: wasm bytes"]);
+  });
+
+  it("a pushdown grammar in the suite: cold = first mask of each configuration, no precompute, XGrammar also on the grammar's own text", async () => {
+    const r = await runSuite({
+      vocabs: [{ name: "llama2", label: "Llama 2 (32k)", path: llama2 }],
+      specs: [join(root, "examples", "grammars", "arithmetic.gbnf")],
+      case: { iterations: 2, batchSamples: 5, memoryMatchers: 200, compileRuns: 1 },
+      compileCommandRuns: 0,
+      xgrammar: { variants: ["as-emitted"], iterations: 1 },
+      llamaCpp: null,
+      benny: null,
+    });
+    const c = r.cases[0]!;
+    expect(c.spec).toBe("arithmetic.gbnf");
+    expect(c.trace).toBe("bench/traces/arith-nested.json");
+    expect(c.pushdown).toBe(true);
+    expect(c.grammar).toBe(true);
+    expect(Number.isNaN(c.precomputeMs)).toBe(true);
+    expect(c.cold.n).toBeGreaterThan(c.tokens.llm / 4); // nesting makes new configurations
+    expect(c.xgrammar!.map((x) => x.variant)).toEqual(["original", "as-emitted"]);
+    for (const x of c.xgrammar!) {
+      expect(x.rejected).toEqual([]);
+      expect(x.masks.differing, `${x.variant}: masks differ from XGrammar's`).toBe(0);
+    }
+    const targets = caseTargets(c).map((t) => t.target);
+    expect(targets).not.toContain("full precompute < 1 s");
+    expect(targets).toContain("≥ 10× faster per token than XGrammar (original grammar, p50)");
+    expect(renderResultsMarkdown(r)).toContain("n/a (pushdown)");
+    expect(Object.keys(baselineOf(r).metrics).some((k) => k.includes("precompute"))).toBe(false);
   });
 
   it("specc bench (runBench) prints JSON for one spec and vocabulary", async () => {
