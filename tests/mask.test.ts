@@ -25,6 +25,7 @@ import {
   type Matcher,
 } from "../bindings/index.js";
 import { loadTokenizerJson, TOKENIZER_NAMES, type TokenizerName } from "./helpers/tokenizers.js";
+import { maskDiff } from "./helpers/differential.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const enc = new TextEncoder();
@@ -103,22 +104,6 @@ function bruteMask(dfa: ByteDfa, vocab: Vocabulary, state: number, words: number
     const b = vocab.tokenBytes(id);
     const ok = b === null ? vocab.isEos(id) && accepting : runBytes(dfa, state, b) >= 0;
     if (ok) out[id >> 5]! |= 1 << (id & 31);
-  }
-  return out;
-}
-
-/** Up to 5 token ids where two masks differ, described (empty when equal). */
-function maskDiff(got: Int32Array, want: Int32Array, vocab: Vocabulary): string[] {
-  const out: string[] = [];
-  for (let w = 0; w < want.length && out.length < 5; w++) {
-    const x = got[w]! ^ want[w]!;
-    if (x === 0) continue;
-    for (let bit = 0; bit < 32 && out.length < 5; bit++) {
-      if (!((x >>> bit) & 1)) continue;
-      const id = w * 32 + bit;
-      const b = id < vocab.size ? vocab.tokenBytes(id) : null;
-      out.push(`token ${id} ${b ? JSON.stringify(dec.decode(b)) : "(special)"}: got ${(got[w]! >>> bit) & 1}, want ${(want[w]! >>> bit) & 1}`);
-    }
   }
   return out;
 }

@@ -22,6 +22,7 @@ import { MAX_ROLLBACK, Spec, STATE_ACCEPTING, Vocabulary, wasmEngine } from "../
 import { MASKS_SECTION, serializeMasks, serializeVocabulary, VOCAB_SECTION } from "../bindings/baked-vocab.js";
 import { appendCustomSection } from "../compiler/emit-wasm.js";
 import { loadTokenizerJson, type TokenizerName } from "./helpers/tokenizers.js";
+import { maskDiff, mutate } from "./helpers/differential.js";
 
 const EX = "examples/grammars";
 const enc = new TextEncoder();
@@ -132,22 +133,6 @@ function bruteMask(runner: PdaRunner, cfg: PdaConfig, vocab: Vocabulary, words: 
       ok = c !== null;
     }
     if (ok) out[id >> 5]! |= 1 << (id & 31);
-  }
-  return out;
-}
-
-/** Up to 5 token ids where two masks differ, described (empty when equal). */
-function maskDiff(got: Int32Array, want: Int32Array, vocab: Vocabulary): string[] {
-  const out: string[] = [];
-  for (let w = 0; w < want.length && out.length < 5; w++) {
-    const x = got[w]! ^ want[w]!;
-    if (x === 0) continue;
-    for (let bit = 0; bit < 32 && out.length < 5; bit++) {
-      if (!((x >>> bit) & 1)) continue;
-      const id = w * 32 + bit;
-      const b = id < vocab.size ? vocab.tokenBytes(id) : null;
-      out.push(`token ${id} ${b ? JSON.stringify(dec.decode(b)) : "(special)"}: got ${(got[w]! >>> bit) & 1}, want ${(want[w]! >>> bit) & 1}`);
-    }
   }
   return out;
 }
@@ -404,18 +389,6 @@ describe("pushdown masks equal a brute-force PdaRunner walk (hand-written gramma
 });
 
 // ---- Feeding text -------------------------------------------------------------------------------------
-
-/** Delete, insert or replace one byte. */
-function mutate(s: Uint8Array, random: () => number, alphabet: Uint8Array): Uint8Array {
-  const a = [...s];
-  const i = Math.floor(random() * (a.length + 1));
-  const b = alphabet[Math.floor(random() * alphabet.length)]!;
-  const op = Math.floor(random() * 3);
-  if (op === 0) a.splice(i, 1);
-  else if (op === 1) a.splice(i, 0, b);
-  else a[Math.min(i, a.length - 1)] = b;
-  return Uint8Array.from(a);
-}
 
 /** PdaRunner's verdict on `s`: the first rejected byte (-1 if none) and acceptance. */
 function verdict(runner: PdaRunner, s: Uint8Array): { rejectAt: number; accept: boolean } {

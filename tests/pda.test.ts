@@ -23,6 +23,7 @@ import { Spec } from "../bindings/spec.js";
 import { loadPackageTokenizer, loadTokenizerJson, tokenizerJsonPath } from "./helpers/tokenizers.js";
 import { Vocabulary } from "../bindings/vocab.js";
 import { sampleTraces } from "../bindings/replay.js";
+import { mutate } from "./helpers/differential.js";
 
 const EX = "examples/grammars";
 const enc = new TextEncoder();
@@ -49,17 +50,6 @@ function agree(cfg: Cfg, runner: PdaRunner, s: Uint8Array, what: string): void {
   })();
   expect(dead, `${what}: first rejected byte of ${JSON.stringify(dec.decode(s))}`).toBe(firstBad);
   if (dead < 0) expect(c.accept, `${what}: accepts ${JSON.stringify(dec.decode(s))}`).toBe(recognize(cfg, s));
-}
-
-function mutate(s: Uint8Array, random: () => number, alphabet: Uint8Array): Uint8Array {
-  const a = [...s];
-  const i = Math.floor(random() * (a.length + 1));
-  const b = alphabet[Math.floor(random() * alphabet.length)]!;
-  const op = Math.floor(random() * 3);
-  if (op === 0) a.splice(i, 1);
-  else if (op === 1) a.splice(i, 0, b);
-  else a[Math.min(i, a.length - 1)] = b;
-  return Uint8Array.from(a);
 }
 
 describe("pushdown automata agree with the Earley recognizer", () => {

@@ -42,7 +42,7 @@ import { SpecError } from "../diagnostics.js";
 import { minimize } from "../automata/minimize.js";
 import type { Cfg } from "./cfg.js";
 import {
-  DEFAULT_MAX_GRAMMAR_STATES, END, GrammarLimitError, K_BYTES, K_CALL, K_END, buildNetwork, byteClasses, mergeClasses,
+  DEFAULT_MAX_GRAMMAR_STATES, END, GrammarLimitError, K_BYTES, K_CALL, K_END, buildNetwork, mergeClasses, positionClasses,
   type GrammarDfa,
 } from "./regular.js";
 
@@ -69,16 +69,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const maxStates = opts.maxStates ?? DEFAULT_MAX_GRAMMAR_STATES;
   const net = buildNetwork(cfg);
   const P = net.kind.length;
-  const { classMap, nClasses, reps } = byteClasses(net.byteSets);
-  const posClass = new Uint8Array(P * nClasses);
-  for (let p = 0; p < P; p++) {
-    if (net.kind[p] !== K_BYTES) continue;
-    const s = net.byteSets[net.arg[p]!]!;
-    for (let c = 0; c < nClasses; c++) {
-      const b = reps[c]!;
-      if (s.ranges.some(([lo, hi]) => b >= lo && b <= hi)) posClass[p * nClasses + c] = 1;
-    }
-  }
+  const { classMap, nClasses, posClass } = positionClasses(net);
 
   // Local stacks (calls that are not cuts), interned; 0 is the empty stack.
   const stParent: number[] = [0];
@@ -286,54 +277,46 @@ function emptyLanguage(cfg: Cfg): never {
 
 // ───────────────────────────── the reference runner ─────────────────────────────
 
+type PdaShape = Pick<GrammarPda, "nStates" | "nClasses" | "trans" | "accepting" | "calls">;
+
 /**
- * need(q) for every state (the file overview): the fewest frames above its own that state q's
- * machine must push to reach an end. 0 at an end state; a byte edge costs nothing; a call edge
- * [start, ret] costs max(1 + need(start), need(ret)). A fixpoint from "unknown"; every state of a
- * trimmed automaton gets a finite value.
+ * The least fixpoint of a per-state cost: 0 at an end state, else the cheapest of `byte(cost of
+ * the target)` over byte edges and `call(cost of start, cost of ret)` over call edges. Every
+ * state of a trimmed automaton gets a finite value.
  */
-export function pdaNeed(pda: Pick<GrammarPda, "nStates" | "nClasses" | "trans" | "accepting" | "calls">): Int32Array {
-  const INF = 0x3fffffff;
-  const need = new Int32Array(pda.nStates).fill(INF);
+function stateCosts(pda: PdaShape, byte: (t: number) => number, call: (start: number, ret: number) => number): Int32Array {
+  const cost = new Int32Array(pda.nStates).fill(0x3fffffff);
   for (let changed = true; changed; ) {
     changed = false;
     for (let q = 0; q < pda.nStates; q++) {
-      let best = pda.accepting[q] ? 0 : need[q]!;
+      let best = pda.accepting[q] ? 0 : cost[q]!;
       for (let c = 0; c < pda.nClasses && best > 0; c++) {
         const t = pda.trans[q * pda.nClasses + c]!;
-        if (t >= 0 && need[t]! < best) best = need[t]!;
+        if (t >= 0) best = Math.min(best, byte(cost[t]!));
       }
-      for (const [st, rt] of pda.calls[q]!) {
-        const v = Math.max(need[st]! + 1, need[rt]!);
-        if (v < best) best = v;
-      }
-      if (best < need[q]!) { need[q] = best; changed = true; }
+      for (const [st, rt] of pda.calls[q]!) best = Math.min(best, call(cost[st]!, cost[rt]!));
+      if (best < cost[q]!) { cost[q] = best; changed = true; }
     }
   }
-  return need;
+  return cost;
 }
 
 /**
- * dist(q) for every state: the fewest bytes that finish state q's machine (0 at an end; a byte edge
- * costs 1; a call [start, ret] costs dist(start) + dist(ret)). A pair (q, frames) is then at
+ * need(q) for every state (the file overview): the fewest frames above its own that state q's
+ * machine must push to reach an end. A byte edge costs nothing; a call edge [start, ret] costs
+ * max(1 + need(start), need(ret)).
+ */
+export function pdaNeed(pda: PdaShape): Int32Array {
+  return stateCosts(pda, (t) => t, (st, rt) => Math.max(st + 1, rt));
+}
+
+/**
+ * dist(q) for every state: the fewest bytes that finish state q's machine (a byte edge costs 1; a
+ * call [start, ret] costs dist(start) + dist(ret)). A pair (q, frames) is then at
  * dist(q) + Σ dist(frame) bytes from acceptance — what `PdaRunner.finish` descends.
  */
-export function pdaDist(pda: Pick<GrammarPda, "nStates" | "nClasses" | "trans" | "accepting" | "calls">): Int32Array {
-  const INF = 0x3fffffff;
-  const dist = new Int32Array(pda.nStates).fill(INF);
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (let q = 0; q < pda.nStates; q++) {
-      let best = pda.accepting[q] ? 0 : dist[q]!;
-      for (let c = 0; c < pda.nClasses && best > 0; c++) {
-        const t = pda.trans[q * pda.nClasses + c]!;
-        if (t >= 0 && dist[t]! + 1 < best) best = dist[t]! + 1;
-      }
-      for (const [st, rt] of pda.calls[q]!) best = Math.min(best, dist[st]! + dist[rt]!);
-      if (best < dist[q]!) { dist[q] = best; changed = true; }
-    }
-  }
-  return dist;
+export function pdaDist(pda: PdaShape): Int32Array {
+  return stateCosts(pda, (t) => t + 1, (st, rt) => st + rt);
 }
 
 /** A compiled pushdown grammar's ByteDfa (tables) as the GrammarPda the runner takes. */

@@ -270,7 +270,7 @@ export function buildNetwork(cfg: Cfg): Network {
 }
 
 /** Byte classes: bytes contained in exactly the same byte sets share a class. */
-export function byteClasses(sets: readonly ByteSym[]): { classMap: Uint8Array; nClasses: number; reps: number[] } {
+function byteClasses(sets: readonly ByteSym[]): { classMap: Uint8Array; nClasses: number; reps: number[] } {
   const member: number[][] = Array.from({ length: 256 }, () => []);
   sets.forEach((s, i) => { for (const [lo, hi] of s.ranges) for (let b = lo; b <= hi; b++) member[b]!.push(i); });
   const classMap = new Uint8Array(256);
@@ -285,16 +285,13 @@ export function byteClasses(sets: readonly ByteSym[]): { classMap: Uint8Array; n
   return { classMap, nClasses: reps.length, reps };
 }
 
-// ───────────────────────────── subset construction ─────────────────────────────
-
-export function grammarToDfa(cfg: Cfg, opts: GrammarDfaOptions = {}): GrammarDfaResult {
-  const maxDepth = opts.maxDepth ?? DEFAULT_MAX_DEPTH;
-  const maxStates = opts.maxStates ?? DEFAULT_MAX_GRAMMAR_STATES;
-  if (!Number.isInteger(maxDepth) || maxDepth < 0) throw new RangeError(`maxDepth must be an integer ≥ 0, not ${maxDepth}`);
-  const net = buildNetwork(cfg);
+/**
+ * The byte classes of a network and `posClass[p * nClasses + c]`: byte position p reads class c
+ * (shared by the bounded expansion below and the pushdown compilation, pda.ts).
+ */
+export function positionClasses(net: Network): { classMap: Uint8Array; nClasses: number; posClass: Uint8Array } {
   const P = net.kind.length;
   const { classMap, nClasses, reps } = byteClasses(net.byteSets);
-  // posClass[p * nClasses + c]: the byte position p reads class c.
   const posClass = new Uint8Array(P * nClasses);
   for (let p = 0; p < P; p++) {
     if (net.kind[p] !== K_BYTES) continue;
@@ -304,6 +301,18 @@ export function grammarToDfa(cfg: Cfg, opts: GrammarDfaOptions = {}): GrammarDfa
       if (s.ranges.some(([lo, hi]) => b >= lo && b <= hi)) posClass[p * nClasses + c] = 1;
     }
   }
+  return { classMap, nClasses, posClass };
+}
+
+// ───────────────────────────── subset construction ─────────────────────────────
+
+export function grammarToDfa(cfg: Cfg, opts: GrammarDfaOptions = {}): GrammarDfaResult {
+  const maxDepth = opts.maxDepth ?? DEFAULT_MAX_DEPTH;
+  const maxStates = opts.maxStates ?? DEFAULT_MAX_GRAMMAR_STATES;
+  if (!Number.isInteger(maxDepth) || maxDepth < 0) throw new RangeError(`maxDepth must be an integer ≥ 0, not ${maxDepth}`);
+  const net = buildNetwork(cfg);
+  const P = net.kind.length;
+  const { classMap, nClasses, posClass } = positionClasses(net);
 
   // Stacks: interned (parent, return position, cut), stack 0 is empty.
   const stParent: number[] = [0];
