@@ -21,6 +21,8 @@ export interface Baseline {
  */
 const SLACK: Record<string, number> = {
   "warm p50 ns": 300,
+  "per-token view ns": 300,
+  "per-token fill ns": 300,
   "precompute ms": 10,
   "commit p50 ns": 300,
   "batch256 p50 ns": 20_000,
@@ -36,6 +38,8 @@ export function baselineOf(r: SuiteResult): Baseline {
     const k = `${c.vocab}/${c.spec}`;
     metrics[`${k}: warm p50 ns`] = c.warmFill.p50;
     metrics[`${k}: warm p99 ns`] = c.warmFill.p99;
+    metrics[`${k}: per-token view ns`] = c.perToken.view.p50;
+    metrics[`${k}: per-token fill ns`] = c.perToken.fill.p50;
     metrics[`${k}: cold p99 ns`] = c.cold.p99;
     if (Number.isFinite(c.precomputeMs)) metrics[`${k}: precompute ms`] = c.precomputeMs; // NaN: a pushdown grammar has none
     metrics[`${k}: commit p50 ns`] = c.commit.p50;

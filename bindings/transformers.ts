@@ -19,14 +19,12 @@ interface TensorLike { data: Float32Array | Float64Array; dims: readonly number[
 
 export class SpecLogitsProcessor {
   private readonly matchers: Matcher[];
-  private readonly mask: Int32Array;
   private consumed: number[] | null = null;
   /** Rows whose matcher rejected a token (a sampler that ignored the mask); they get no more tokens. */
   readonly failed = new Set<number>();
 
   constructor(readonly spec: Spec, batchSize = 1) {
     this.matchers = Array.from({ length: batchSize }, () => spec.matcher());
-    this.mask = new Int32Array(spec.maskWords);
   }
 
   /** The matcher of row `i` (to read its state). */
@@ -60,8 +58,7 @@ export class SpecLogitsProcessor {
       const row = logits.data.subarray(r * vocab, (r + 1) * vocab) as Float32Array;
       if (this.failed.has(r) || m.isDone || m.yielding) row.fill(-Infinity);
       else {
-        m.fillMask(this.mask);
-        applyMask(row, this.mask);
+        applyMask(row, m.maskView()); // read in place: no copy, and no runtime call before it is used
       }
     }
     return logits;
