@@ -6,13 +6,11 @@
  *
  *   node --expose-gc --import tsx bench/run.ts [--quick] [--vocab llama3_1,qwen3] [--spec react,chat-bot]
  *        [--iterations N] [--xgrammar-iterations N] [--no-xgrammar] [--no-llama] [--no-benny]
- *        [--xgrammar-variants as-emitted,workaround] [--as-emitted-vocabs llama3_1|all] [--out DIR] [--baseline]
+ *        [--out DIR] [--baseline]
  *        [--render-only bench/results/results.json]   (re-render RESULTS.md from a saved run)
  *
- * XGrammar runs twice per case where both variants apply: on emit-grammar's EBNF as emitted, and
- * on the rewrite that works around XGrammar 0.1.27's character-class bug (xgrammarWorkaroundEbnf).
- * To keep the whole run near 10 minutes on 2 cores, the as-emitted variant runs on Llama 3.1 only
- * by default (its compile takes seconds per spec and vocabulary).
+ * XGrammar runs on the EBNF `specc compile --emit ebnf` writes for each case, and for a standalone
+ * grammar also on the grammar's own text.
  *
  * --baseline also writes bench/results/baseline.json (the specc metrics `npm run bench:check`
  * compares against).
@@ -47,8 +45,6 @@ const { values } = parseArgs({
     spec: { type: "string" },
     iterations: { type: "string" },
     "xgrammar-iterations": { type: "string" },
-    "xgrammar-variants": { type: "string", default: "as-emitted,workaround" },
-    "as-emitted-vocabs": { type: "string", default: "llama3_1" },
     "no-xgrammar": { type: "boolean", default: false },
     "no-llama": { type: "boolean", default: false },
     "no-benny": { type: "boolean", default: false },
@@ -75,7 +71,7 @@ const vocabs = pick(VOCABS, values.vocab);
 const specs = pick(SPECS.map((name) => ({ name })), values.spec).map((s) => specPath(s.name));
 const iterations = Number(values.iterations ?? (quick ? 20 : 200));
 const xgIterations = Number(values["xgrammar-iterations"] ?? (quick ? 1 : 5));
-const variants = values["xgrammar-variants"]!.split(",") as XGrammarVariant[];
+const variants: XGrammarVariant[] = ["as-emitted"];
 const out = values.out!;
 mkdirSync(out, { recursive: true });
 
@@ -94,7 +90,7 @@ const result = await runSuite({
   specs,
   case: { iterations, batchSamples: quick ? 50 : 500, memoryMatchers: quick ? 10_000 : 100_000, compileRuns: quick ? 1 : 5 },
   compileCommandRuns: quick ? 1 : 5,
-  xgrammar: values["no-xgrammar"] ? null : { variants, iterations: xgIterations, ...(values["as-emitted-vocabs"] === "all" ? {} : { asEmittedVocabs: values["as-emitted-vocabs"]!.split(",") }) },
+  xgrammar: values["no-xgrammar"] ? null : { variants, iterations: xgIterations },
   llamaCpp: values["no-llama"] ? null : { model: join(root, "..", "shared", "models", "stories260K.gguf"), iterations: quick ? 1 : 3, specs: specs.filter((p) => LLAMA_SPECS.some((n) => p.endsWith(`/${n}.agent`))) },
   benny: values["no-benny"] ? null : { maxTime: quick ? 0.05 : 0.4, minSamples: quick ? 1 : 5, save: { folder: out, file: "benny" } },
   onProgress: progress,

@@ -350,84 +350,8 @@ export async function xgrammarTokenizerInfo(x: XGrammarModule, v: LoadedVocab): 
   return { info, ms, decodedMismatches: { count, checked, examples } };
 }
 
-/** Code point set of one `[...]` class body as emit-grammar writes it (escapes \xHH \uHHHH \UHHHHHHHH \c). */
-function classRanges(body: string): [number, number][] {
-  const out: [number, number][] = [];
-  const one = (i: number): [number, number] => {
-    if (body[i] !== "\\") {
-      const cp = body.codePointAt(i)!;
-      return [cp, i + (cp > 0xffff ? 2 : 1)];
-    }
-    const c = body[i + 1]!;
-    const hex = (n: number): [number, number] => [parseInt(body.slice(i + 2, i + 2 + n), 16), i + 2 + n];
-    if (c === "x") return hex(2);
-    if (c === "u") return hex(4);
-    if (c === "U") return hex(8);
-    return [c.codePointAt(0)!, i + 2];
-  };
-  for (let i = 0; i < body.length; ) {
-    const [lo, j] = one(i);
-    if (body[j] === "-" && j + 1 < body.length) {
-      const [hi, k] = one(j + 1);
-      out.push([lo, hi]);
-      i = k;
-    } else {
-      out.push([lo, lo]);
-      i = j;
-    }
-  }
-  return out;
-}
-
-const ASCII_ESC = (cp: number): string =>
-  cp === 0x5d || cp === 0x5b || cp === 0x5c || cp === 0x5e || cp === 0x2d || cp === 0x22 || cp < 0x20 || cp >= 0x7f
-    ? "\\u" + cp.toString(16).padStart(4, "0") : String.fromCharCode(cp);
-
-/**
- * A rewrite of emit-grammar's EBNF that @mlc-ai/web-xgrammar 0.1.27 compiles correctly. That
- * version builds a positive character class's automaton from each range's code points cast to one
- * byte (grammar_functor.cc, GrammarFSMBuilderImpl::CharacterClass), so `[\x80-\xff]` matches no
- * character at all and `[\u0800-\u087f]` matches ASCII `\x00-\x7f`; negated classes are built
- * correctly (ASCII exclusions, then every multi-byte character). emit-grammar's classes with
- * non-ASCII members are free-text classes holding every non-ASCII character, so each becomes
- * `[^…ASCII exclusions…]`. Classes with only part of the non-ASCII range cannot be rewritten that
- * way and are counted in `unfixable` (left as they are).
- */
-export function xgrammarWorkaroundEbnf(ebnf: string): { text: string; rewritten: number; unfixable: number } {
-  let rewritten = 0;
-  let unfixable = 0;
-  const text = ebnf.replace(/\[((?:\\.|[^\]\\])*)\]/g, (whole, body: string) => {
-    const ranges = classRanges(body);
-    if (!ranges.some(([, hi]) => hi >= 0x80)) return whole; // pure ASCII: built correctly
-    // Every non-ASCII scalar value (surrogates excluded) inside?
-    const nonAscii = ranges.map(([lo, hi]) => [Math.max(lo, 0x80), hi] as [number, number]).filter(([lo, hi]) => lo <= hi).sort((a, b) => a[0] - b[0]);
-    let next = 0x80;
-    for (const [lo, hi] of nonAscii) {
-      if (lo > next && !(next >= 0xd800 && lo <= 0xe000)) break;
-      next = Math.max(next, hi + 1);
-    }
-    if (next <= 0x10ffff) {
-      unfixable++;
-      return whole;
-    }
-    const ascii = new Uint8Array(128);
-    for (const [lo, hi] of ranges) for (let c = lo; c <= Math.min(hi, 0x7f); c++) ascii[c] = 1;
-    let excl = "";
-    for (let c = 0; c < 128; c++) {
-      if (ascii[c]) continue;
-      let d = c;
-      while (d + 1 < 128 && !ascii[d + 1]) d++;
-      excl += d === c ? ASCII_ESC(c) : d === c + 1 ? ASCII_ESC(c) + ASCII_ESC(d) : `${ASCII_ESC(c)}-${ASCII_ESC(d)}`;
-      c = d;
-    }
-    rewritten++;
-    return `[^${excl}]`;
-  });
-  return { text, rewritten, unfixable };
-}
-
-/** as-emitted / workaround: the EBNF specc emits (see below); original: a .gbnf/.ebnf spec's own text. */
-export type XGrammarVariant = "as-emitted" | "workaround" | "original";
+/** as-emitted: the EBNF `specc compile --emit ebnf` writes; original: a .gbnf/.ebnf spec's own text. */
+export type XGrammarVariant = "as-emitted" | "original";
 
 export interface MaskDiffExample {
   step: number;
@@ -445,8 +369,6 @@ export interface XGrammarResult {
   variant: XGrammarVariant;
   version: string | null;
   grammarChars: number;
-  /** Classes rewritten / left as they are by `xgrammarWorkaroundEbnf` (0 for as-emitted). */
-  rewrite?: { rewritten: number; unfixable: number };
   tokenizerInfoMs: number;
   compileMs: number;
   /** Timed: the binding's GetNextTokenBitmask (FillNextTokenBitmask into a fresh 16 KB std::vector, no copy out). */
@@ -540,17 +462,16 @@ export function disposeXGrammarVocab(xv: XGrammarVocab): void {
 }
 
 /**
- * XGrammar on one case: compile the spec's EBNF (as emitted, or with the workaround), then replay
+ * XGrammar on one case: compile the spec's EBNF as emitted (or a grammar spec's own text), then replay
  * the transcript: a checking pass (every token accepted? bitmask equal to specc's at each step?)
  * and `iterations` timed passes.
  */
 export async function benchXGrammar(xv: XGrammarVocab, c: PreparedCase, variant: XGrammarVariant, iterations: number, specc: PerToken): Promise<XGrammarResult> {
   const { vocab } = c.vocab;
   const emitted = emitGrammar(c.compiled.byteDfa, "ebnf", c.compiled.ir.name);
-  const w = variant === "workaround" ? xgrammarWorkaroundEbnf(emitted) : undefined;
   // For a grammar spec, XGrammar also gets the grammar text itself: its pushdown automaton on the
   // real grammar (unbounded nesting) against specc's bounded-nesting DFA.
-  const grammar = variant === "original" ? readFileSync(c.specPath, "utf8") : w ? w.text : emitted;
+  const grammar = variant === "original" ? readFileSync(c.specPath, "utf8") : emitted;
   let t0 = now();
   const cg = await xv.compiler.compileGrammar(grammar);
   const compileMs = since(t0) / 1e6;
@@ -668,7 +589,6 @@ export async function benchXGrammar(xv: XGrammarVocab, c: PreparedCase, variant:
     variant,
     version: packageVersion("@mlc-ai/web-xgrammar"),
     grammarChars: grammar.length,
-    ...(w ? { rewrite: { rewritten: w.rewritten, unfixable: w.unfixable } } : {}),
     tokenizerInfoMs: xv.infoMs,
     compileMs,
     fill,
@@ -1427,7 +1347,7 @@ export interface TargetCheck {
   factor: number;
 }
 
-const fmtUs = (ns: number): string => (ns >= 1e6 ? `${(ns / 1e6).toFixed(2)} ms` : `${(ns / 1e3).toFixed(ns < 1e4 ? 2 : 1)} µs`);
+const fmtUs = (ns: number): string => (ns >= 1e6 ? `${(ns / 1e6).toFixed(2)} ms` : ns < 100 ? `${ns.toFixed(1)} ns` : `${(ns / 1e3).toFixed(ns < 1e4 ? 2 : 1)} µs`);
 const fmtMs = (ms: number): string => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(ms < 10 ? 2 : 0)} ms`);
 const fmtX = (x: number): string => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2)) + "×";
 export { fmtUs, fmtMs, fmtX };
@@ -1534,8 +1454,7 @@ export interface SuiteOptions {
   case: CaseOptions;
   /** Runs of the whole `specc compile` command per spec (0: skip). */
   compileCommandRuns: number;
-  /** `asEmittedVocabs`: run the "as-emitted" variant only for these vocabularies (default: all). */
-  xgrammar: { variants: XGrammarVariant[]; iterations: number; asEmittedVocabs?: string[] } | null;
+  xgrammar: { variants: XGrammarVariant[]; iterations: number } | null;
   llamaCpp: { model: string; iterations: number; specs: string[] } | null;
   benny: BennyOptions | null;
   onProgress?: (s: string) => void;
@@ -1545,7 +1464,7 @@ export interface SuiteResult {
   machine: MachineInfo;
   /** os.loadavg() when the run started (machine.loadavg is at its end). */
   loadavgStart: number[];
-  settings: { iterations: number; batchSamples: number; xgrammarIterations: number | null; xgrammarVariants: XGrammarVariant[]; asEmittedVocabs: string[] | null; benny: { maxTime: number; minSamples: number } | null };
+  settings: { iterations: number; batchSamples: number; xgrammarIterations: number | null; xgrammarVariants: XGrammarVariant[]; benny: { maxTime: number; minSamples: number } | null };
   vocabs: { name: string; label: string; note?: string; size: number; family: string; loadMs: number; xgrammarTokenizerInfoMs: number | null }[];
   cases: CaseResult[];
   compileCommand: CompileCommandResult[];
@@ -1576,10 +1495,9 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
         const r = await benchSpecc(c, o.case);
         if (xv && o.xgrammar) {
           r.xgrammar = [];
-          const asEmitted = o.xgrammar.asEmittedVocabs;
           // A standalone grammar also runs XGrammar on its own text (the same grammar, DESIGN §5's ≥ 10×).
           const variants: XGrammarVariant[] = [...(isGrammarFile(specPath) ? ["original" as const] : []), ...o.xgrammar.variants];
-          for (const variant of variants.filter((x) => x !== "as-emitted" || !asEmitted || asEmitted.includes(sv.name))) {
+          for (const variant of variants) {
             progress(`[${done}/${total}] ${sv.label} × ${basename(specPath)}: XGrammar (${variant} EBNF: compiling for ${v.vocab.size} tokens, then replaying)`);
             r.xgrammar.push(await benchXGrammar(xv, c, variant, o.xgrammar.iterations, r.perToken));
           }
@@ -1624,7 +1542,6 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       batchSamples: o.case.batchSamples,
       xgrammarIterations: o.xgrammar?.iterations ?? null,
       xgrammarVariants: o.xgrammar?.variants ?? [],
-      asEmittedVocabs: o.xgrammar?.asEmittedVocabs ?? null,
       benny: o.benny ? { maxTime: o.benny.maxTime, minSamples: o.benny.minSamples } : null,
     },
     vocabs,
@@ -1661,7 +1578,7 @@ export function renderResultsMarkdown(r: SuiteResult): string {
   L.push(`Generated by \`npm run bench\` (bench/run.ts, bindings/bench.ts) on ${m.date.slice(0, 10)} in ${(r.wallSeconds / 60).toFixed(1)} min.`, "");
   L.push(`- machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB memory, ${m.os}; load average ${r.loadavgStart[0]} at the start, ${m.loadavg[0]} at the end (1 min; the machine may be shared with other work, which shows up as noise, mostly in p99s)`);
   L.push(`- Node ${m.node}; ${Object.entries(m.packages).map(([k, v]) => `${k} ${v ?? "(not installed)"}`).join(", ")}`);
-  L.push(`- settings: ${r.settings.iterations} timed replays per case for specc, ${r.settings.xgrammarIterations ?? 0} for XGrammar (${r.settings.xgrammarVariants.map((v) => (v === "as-emitted" && r.settings.asEmittedVocabs ? `${v} on ${r.settings.asEmittedVocabs.join(", ")}` : v)).join(" + ") || "not run"}), ${r.settings.batchSamples} batch samples${r.settings.benny ? `, benny maxTime ${r.settings.benny.maxTime} s per case` : ""}`);
+  L.push(`- settings: ${r.settings.iterations} timed replays per case for specc, ${r.settings.xgrammarIterations ?? 0} for XGrammar (${r.settings.xgrammarVariants.join(" + ") || "not run"}), ${r.settings.batchSamples} batch samples${r.settings.benny ? `, benny maxTime ${r.settings.benny.maxTime} s per case` : ""}`);
   L.push(`- vocabularies: ${r.vocabs.map((v) => `${v.label} = ${v.size} tokens (${v.family}${v.note ? `; ${v.note}` : ""}; tokenizer.json → bytes ${fmtMs(v.loadMs)}${v.xgrammarTokenizerInfoMs !== null ? `, XGrammar TokenizerInfo ${fmtMs(v.xgrammarTokenizerInfoMs)}` : ""})`).join("; ")}`);
   L.push("");
   L.push("Latencies are `process.hrtime.bigint()` around one call, per LLM token of a seed transcript tokenized with the vocabulary's real tokenizer (p50 / p99; the timer's own cost, ~" + fmtUs(r.cases[0]?.timerOverheadNs ?? 0) + ", is included, not subtracted). The per-token comparison with XGrammar times back-to-back calls at each token together and divides (specc " + (r.cases[0]?.perToken.reps ?? SPECC_REPS) + " calls, XGrammar " + XGRAMMAR_REPS + "), because specc's calls are shorter than the timer itself. benny figures are ops/s (benchmark.js), which have no percentiles.", "");
@@ -1692,7 +1609,7 @@ export function renderResultsMarkdown(r: SuiteResult): string {
   L.push("");
 
   if (xgVariants.length) {
-    L.push("Two XGrammar inputs. *as-emitted*: `emitGrammar(byteDfa, \"ebnf\")` verbatim (what `specc compile --emit ebnf` writes). @mlc-ai/web-xgrammar 0.1.27 miscompiles positive character classes holding non-ASCII code points (its GrammarFSMBuilderImpl::CharacterClass casts each range bound to one byte) and reads every hex digit after `\\x`, so the emitter writes `\\u00HH` escapes and every class holding all non-ASCII characters (free text) as the equivalent negated class, which XGrammar builds correctly. *workaround*: the same text through `xgrammarWorkaroundEbnf`, which also rewrites the one class the emitter leaves positive — the `env` rule's any-character class. Minimal reproduction of the XGrammar bug: with any vocabulary, `root ::= [\\u0800-\\u087f]` allows the token \"A\" and not \"ࠀ\"; `root ::= [a-zé]` does not allow \"é\"; `root ::= [\\x80-\\xff]` allows nothing.", "");
+    L.push("XGrammar's input: `emitGrammar(byteDfa, \"ebnf\")` verbatim (*as-emitted*, what `specc compile --emit ebnf` writes); for a standalone grammar also the grammar's own text (*original*). @mlc-ai/web-xgrammar 0.1.27 miscompiles positive character classes holding non-ASCII code points (its GrammarFSMBuilderImpl::CharacterClass casts each range bound to one byte) and reads every hex digit after `\\x`, so the emitter writes `\\u00HH` escapes, every class holding all non-ASCII characters (free text) as the equivalent negated class, and \"any character\" as `[^]`, all of which XGrammar builds correctly. Minimal reproduction of the XGrammar bug: with any vocabulary, `root ::= [\\u0800-\\u087f]` allows the token \"A\" and not \"ࠀ\"; `root ::= [a-zé]` does not allow \"é\"; `root ::= [\\x80-\\xff]` allows nothing (bench/repro-peers.ts).", "");
     L.push("Grammars: react-calculator.agent (an arithmetic Action Input) and tool-json.agent (a JSON-object Action Input) carry grammar content, compiled into the agent's DFA with a bounded nesting depth; json.gbnf and arithmetic.gbnf are standalone grammars, compiled to pushdown automata (exact at any depth) and replayed on 10-deep documents (bench/traces/). For those two XGrammar also runs the grammar's own text (*original*). DESIGN §5 holds grammars to p50 ≤ 50 µs and ≥ 10× (agent specs: ≥ 100×). A pushdown grammar has no full precompute: its masks belong to configurations (state + stack), computed on first use; its cold figure is the first mask of each configuration the transcript reaches.", "");
   }
 
@@ -1799,7 +1716,7 @@ export function correctnessNotes(r: SuiteResult): string[] {
   }
   if (r.cases.some((c) => c.xgrammar?.length) || (r.llamaCpp && !("error" in r.llamaCpp))) {
     L.push("", "What the kinds of differences are:");
-    L.push("- *Before the first env text, other tokens*: with the workaround grammar these are tokens that complete an env-input marker and carry more text (`::` after `Observation`, `]` + text after `[Observation`): specc forbids them (DESIGN §1.1: the token that completes an env-input marker ends the LLM's turn), a grammar over one string cannot express a token boundary, so the peers allow them. With the as-emitted grammar, XGrammar's character-class bug adds many more (markers accepted as free text).");
+    L.push("- *Before the first env text, other tokens*: these are tokens that complete an env-input marker and carry more text (`::` after `Observation`, `]` + text after `[Observation`): specc forbids them (DESIGN §1.1: the token that completes an env-input marker ends the LLM's turn), a grammar over one string cannot express a token boundary, so the peers allow them.");
     L.push("- *Ill-formed UTF-8*: specc's masks allow, in free text, tokens that are not well-formed UTF-8 from a character boundary (lone continuation bytes, 0xC0/0xC1/0xF5–0xFF; and NUL, which llama.cpp's grammar cannot match): the byte automaton's free text is \"any bytes except a complete marker\" (DESIGN §1.1). A grammar over code points cannot say that, so the emitted grammar is specc's language restricted to well-formed UTF-8, not exactly its language as emit-grammar's header says.");
     L.push("- *After the first env text*: the grammar's `env` rule (any characters) can still be absorbing the output, since neither peer has `feedEnv`'s boundary; from the first env-input marker on, the peers allow (almost) every token, while specc enforces the spec after each environment answer.");
     L.push("- *Control tokens*: llama.cpp's grammar lets `<unk>`/`<s>` (empty pieces) through; specc never allows a special token (XGrammar was given them as special).");
@@ -1874,7 +1791,7 @@ export async function runBench(o: RunBenchOptions): Promise<number> {
     try {
       r.xgrammar = [];
       const isGrammar = /\.(gbnf|ebnf)$/.test(o.spec);
-      for (const variant of (isGrammar ? ["original", "as-emitted", "workaround"] : ["as-emitted", "workaround"]) as XGrammarVariant[]) {
+      for (const variant of (isGrammar ? ["original", "as-emitted"] : ["as-emitted"]) as XGrammarVariant[]) {
         io.err(`specc bench: XGrammar (${variant} EBNF): compiling the grammar for ${v.vocab.size} tokens (this takes seconds to minutes)…`);
         r.xgrammar.push(await benchXGrammar(xv, c, variant, Math.max(2, Math.round(iterations / 10)), r.perToken));
       }

@@ -128,7 +128,7 @@ function esc(cp: number): string {
  * positive class's ranges to one byte, so `[a\u00e9]` misses "é" and `[\ue000-\U0010ffff]`
  * matches control characters (bench/repro-peers.ts).
  */
-function charClass(ranges: readonly Range[]): string {
+function charClass(ranges: readonly Range[], dialect: GrammarDialect): string {
   const sorted = [...ranges].sort((a, b) => a.lo - b.lo);
   let next = 0x80;
   for (const r of sorted) {
@@ -147,8 +147,10 @@ function charClass(ranges: readonly Range[]): string {
       out += d === c ? esc(c) : `${esc(c)}-${esc(d)}`;
       c = d;
     }
-    // Nothing excluded: "any character" (a negated empty class is not valid notation).
-    return out === "" ? "[\\u0000-\\U0010ffff]" : `[^${out}]`;
+    // Nothing excluded: "any character". XGrammar reads the empty negated class `[^]` (and would
+    // miscompile the positive full range); llama.cpp's GBNF refuses `[^]` and builds the range right.
+    if (out === "") return dialect === "ebnf" ? "[^]" : "[\\u0000-\\U0010ffff]";
+    return `[^${out}]`;
   }
   return `[${sorted.map((r) => (r.lo === r.hi ? esc(r.lo) : `${esc(r.lo)}-${esc(r.hi)}`)).join("")}]`;
 }
@@ -175,7 +177,7 @@ export function emitGrammar(d: ByteDfa, dialect: GrammarDialect, title = "spec")
       l.push(r);
     }
     for (const [to, ranges] of [...byTarget].sort((a, b) => a[0] - b[0])) {
-      alts.push(`${charClass(ranges)} ${name(to)}`);
+      alts.push(`${charClass(ranges, dialect)} ${name(to)}`);
     }
     // A pushdown grammar's call edge: the called machine's sentence, then the return state's rest.
     for (const [start, ret] of d.calls?.[s] ?? []) alts.push(`${name(start)} ${name(ret)}`);
@@ -183,6 +185,6 @@ export function emitGrammar(d: ByteDfa, dialect: GrammarDialect, title = "spec")
     if (d.flags[s]! & ByteFlag.Accepting) alts.push(`""`);
     lines.push(`${name(s)} ::= ${alts.length ? alts.join(" | ") : `""`}`);
   }
-  if (needsEnv) lines.push(`env ::= [\\u0000-\\U0010ffff]*`);
+  if (needsEnv) lines.push(`env ::= ${charClass([{ lo: 0, hi: MAX_CP, to: 0 }], dialect)}*`);
   return lines.join("\n") + "\n";
 }
