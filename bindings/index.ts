@@ -1,14 +1,14 @@
 /**
  * @fileoverview specc's public runtime API: load (or compile) a spec with a token vocabulary, then
- * per sequence `matcher.fillMask(bitmask)` / `matcher.commit(tokenId)` in the decoding loop.
+ * per sequence `matcher.maskView()` (or `fillMask(bitmask)`) / `matcher.commit(tokenId)` in the
+ * decoding loop.
  *
  * ```ts
  * const vocab = await Vocabulary.fromTokenizerJson("tokenizer.json");
  * const spec = await Spec.load("react.wasm", { vocab });
  * const m = spec.matcher();
- * const bitmask = new Int32Array(spec.maskWords);
- * m.fillMask(bitmask);            // XGrammar layout: bit id & 31 of word id >> 5
- * applyMask(logits, bitmask);     // disallowed logits → -Infinity
+ * applyMask(logits, m.maskView()); // the cached mask in place (XGrammar layout: bit id & 31 of word
+ *                                  // id >> 5); disallowed logits → -Infinity. m.fillMask(buf) copies it.
  * const status = m.commit(id);    // "continue" | "yield" | "done" | "rejected"
  * if (status === "yield") m.feedEnv(toolOutput);
  * ```
