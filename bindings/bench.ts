@@ -130,7 +130,7 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
         done++;
       }
       if (o.benny) {
-        progress(`[${done}/${total}] ${sv.label}: benny microbenchmarks (${prepared.length * 3} cases)`);
+        progress(`[${done}/${total}] ${sv.label}: benny microbenchmarks (${prepared.length * 4} cases)`);
         const byKey = await bennySuite(`specc ${sv.label}`, prepared, { ...o.benny, ...(o.benny.save ? { save: { folder: o.benny.save.folder, file: `${o.benny.save.file}-${sv.name}` } } : {}) });
         for (let i = 0; i < results.length; i++) results[i]!.benny = byKey.get(`${sv.name}/${prepared[i]!.specName}`);
       }

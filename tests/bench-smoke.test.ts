@@ -94,7 +94,7 @@ describe("benchmark suites (smoke: tiny iteration counts, no timing assertions)"
     expect(c.memory.matcherRecordBytes).toBeGreaterThan(0);
     expect(c.memory.maskCacheBytes).toBe(c.distinctMasks * Math.ceil(c.vocabSize / 32) * 4);
     expect(c.memory.instanceBytesPrecomputed).toBeGreaterThanOrEqual(c.memory.instanceBytesLoaded);
-    expect(c.benny?.map((b) => b.name)).toEqual(["fillMask (warm)", "restore + commit", "fillMasks × 256"]);
+    expect(c.benny?.map((b) => b.name)).toEqual(["fillMask (warm)", "maskView (warm, zero copy)", "restore + commit", "fillMasks × 256"]);
     for (const b of c.benny!) expect(b.ops > 0 && b.samples > 0 && b.nsPerOp > 0).toBe(true);
     if (result.compileCommand.length) expect(result.compileCommand[0]!.wasmBytes).toBe(c.wasmBytes);
   });

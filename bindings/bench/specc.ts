@@ -423,6 +423,8 @@ export interface BennyOptions {
  * benny microbenchmarks for a set of cases (one suite): warm fillMask over the transcript's
  * states, commit (restore a snapshot + commit the transcript's token), one batch of 256.
  */
+let viewSink = 0;
+
 export async function bennySuite(name: string, cases: PreparedCase[], o: BennyOptions): Promise<Map<string, BennyResult[]>> {
   const b = await import("benny");
   const adds: unknown[] = [];
@@ -442,6 +444,12 @@ export async function bennySuite(name: string, cases: PreparedCase[], o: BennyOp
     adds.push(b.add(`${key} fillMask (warm)`, () => {
       ms[i]!.fillMask(bitmask);
       i = i + 1 === ms.length ? 0 : i + 1;
+    }));
+    keyOf.push(key);
+    let v = 0;
+    adds.push(b.add(`${key} maskView (warm, zero copy)`, () => {
+      viewSink ^= ms[v]!.maskView()[0]!; // a module-level sink: the read cannot be dropped
+      v = v + 1 === ms.length ? 0 : v + 1;
     }));
     keyOf.push(key);
     const m = spec.matcher();
