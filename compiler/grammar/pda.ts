@@ -42,7 +42,7 @@ import { SpecError } from "../diagnostics.js";
 import { minimize } from "../automata/minimize.js";
 import type { Cfg } from "./cfg.js";
 import {
-  DEFAULT_MAX_GRAMMAR_STATES, END, GrammarLimitError, K_BYTES, K_CALL, K_END, buildNetwork, mergeClasses, positionClasses,
+  DEFAULT_MAX_GRAMMAR_STATES, END, GrammarLimitError, buildNetwork, itemClosure, mergeClasses, positionClasses,
   type GrammarDfa,
 } from "./regular.js";
 
@@ -87,36 +87,20 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const closeItem = (seed: number): Closure => {
     let hit = itemMemo.get(seed);
     if (hit) return hit;
-    const seen = new Set<number>([seed]);
-    const work = [seed];
-    const kernel: number[] = [];
     const calls = new Map<number, number[]>();
-    let accept = false;
-    while (work.length) {
-      const it = work.pop()!;
-      const pos = it % P;
-      const st = (it - pos) / P;
-      const kind = net.kind[pos]!;
-      const add = (x: number) => { if (!seen.has(x)) { seen.add(x); work.push(x); } };
-      if (kind === K_BYTES) kernel.push(it);
-      else if (kind === K_END) {
-        if (st === 0) accept = true;
-        else add(stParent[st]! * P + stPos[st]!);
-      } else if (kind === K_CALL) {
-        const next = net.next[pos]!;
-        const rule = net.arg[pos]!;
-        if (net.cut[pos]) {
-          // A recursion cut is never a tail call (callGraph), so `next` is a real position.
-          let rets = calls.get(rule);
-          if (!rets) calls.set(rule, (rets = []));
-          rets.push(st * P + next);
-          continue;
-        }
-        const ns = next === END ? st : push(st, next);
-        for (const e of net.entries[rule]!) add(ns * P + e);
+    const { kernel, accept } = itemClosure(net, stParent, stPos, seed, (st, pos, add) => {
+      const next = net.next[pos]!;
+      const rule = net.arg[pos]!;
+      if (net.cut[pos]) {
+        // A recursion cut is never a tail call (callGraph), so `next` is a real position.
+        let rets = calls.get(rule);
+        if (!rets) calls.set(rule, (rets = []));
+        rets.push(st * P + next);
+        return;
       }
-    }
-    kernel.sort((a, b) => a - b);
+      const ns = next === END ? st : push(st, next);
+      for (const e of net.entries[rule]!) add(ns * P + e);
+    });
     for (const r of calls.values()) r.sort((a, b) => a - b);
     hit = { kernel, accept, calls };
     itemMemo.set(seed, hit);

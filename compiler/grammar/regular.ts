@@ -304,6 +304,37 @@ export function positionClasses(net: Network): { classMap: Uint8Array; nClasses:
   return { classMap, nClasses, posClass };
 }
 
+/**
+ * ε-closure of one item (stack * P + position) over the network: the byte-position items it
+ * reaches (sorted) and whether it accepts. An end position returns to the stack's parent; how a
+ * call position is entered is the caller's: `onCall(stack, position, add)` (the bounded DFA pushes
+ * a frame up to its depth, the pushdown automaton records recursion cuts as call edges).
+ */
+export function itemClosure(
+  net: Network, stParent: readonly number[], stPos: readonly number[], seed: number,
+  onCall: (st: number, pos: number, add: (item: number) => void) => void,
+): { kernel: number[]; accept: boolean } {
+  const P = net.kind.length;
+  const seen = new Set<number>([seed]);
+  const work = [seed];
+  const kernel: number[] = [];
+  let accept = false;
+  const add = (x: number) => { if (!seen.has(x)) { seen.add(x); work.push(x); } };
+  while (work.length) {
+    const it = work.pop()!;
+    const pos = it % P;
+    const st = (it - pos) / P;
+    const kind = net.kind[pos]!;
+    if (kind === K_BYTES) kernel.push(it);
+    else if (kind === K_END) {
+      if (st === 0) accept = true;
+      else add(stParent[st]! * P + stPos[st]!);
+    } else onCall(st, pos, add);
+  }
+  kernel.sort((a, b) => a - b);
+  return { kernel, accept };
+}
+
 // ───────────────────────────── subset construction ─────────────────────────────
 
 export function grammarToDfa(cfg: Cfg, opts: GrammarDfaOptions = {}): GrammarDfaResult {
@@ -336,33 +367,16 @@ export function grammarToDfa(cfg: Cfg, opts: GrammarDfaOptions = {}): GrammarDfa
   const closeItem = (seed: number): { kernel: number[]; accept: boolean } => {
     let hit = itemMemo.get(seed);
     if (hit) return hit;
-    const seen = new Set<number>([seed]);
-    const work = [seed];
-    const kernel: number[] = [];
-    let accept = false;
-    while (work.length) {
-      const it = work.pop()!;
-      const pos = it % P;
-      const st = (it - pos) / P;
-      const kind = net.kind[pos]!;
-      const add = (x: number) => { if (!seen.has(x)) { seen.add(x); work.push(x); } };
-      if (kind === K_BYTES) kernel.push(it);
-      else if (kind === K_END) {
-        if (st === 0) accept = true;
-        else add(stParent[st]! * P + stPos[st]!);
-      } else {
-        const next = net.next[pos]!;
-        let ns = st;
-        if (next !== END) {
-          const cut = net.cut[pos]!;
-          if (cut && stDepth[st]! >= maxDepth) { depthLimited = true; continue; }
-          ns = push(st, next, cut);
-        }
-        for (const e of net.entries[net.arg[pos]!]!) add(ns * P + e);
+    hit = itemClosure(net, stParent, stPos, seed, (st, pos, add) => {
+      const next = net.next[pos]!;
+      let ns = st;
+      if (next !== END) {
+        const cut = net.cut[pos]!;
+        if (cut && stDepth[st]! >= maxDepth) { depthLimited = true; return; }
+        ns = push(st, next, cut);
       }
-    }
-    kernel.sort((a, b) => a - b);
-    hit = { kernel, accept };
+      for (const e of net.entries[net.arg[pos]!]!) add(ns * P + e);
+    });
     itemMemo.set(seed, hit);
     return hit;
   };
