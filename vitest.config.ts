@@ -5,6 +5,6 @@ export default defineConfig({
     include: ["tests/**/*.test.ts"],
     testTimeout: 120_000,
     hookTimeout: 120_000,
-    reporters: ["default", "./tests/summary-reporter.ts"],
+    reporters: ["default", "./tests/helpers/summary-reporter.ts"],
   },
 });

@@ -5,7 +5,7 @@
  * more than its absolute slack above it (so timer-resolution noise on sub-microsecond figures does
  * not fail the gate). Peers (XGrammar, llama.cpp) are not part of it: they are not specc's code.
  */
-import type { SuiteResult } from "../bindings/bench.js";
+import type { SuiteResult } from "./harness/index.js";
 
 export interface Baseline {
   date: string;

@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { markdownTable, repoRoot, runSuite } from "../bindings/bench.js";
+import { markdownTable, repoRoot, runSuite } from "./harness/index.js";
 import { baselineOf, compareBaselines, type Baseline } from "./baseline.js";
 
 const require = createRequire(import.meta.url);

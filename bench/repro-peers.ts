@@ -11,7 +11,7 @@
  *    class ("unknown escape"), which emit-grammar writes for '^' (react-brackets.agent's grammar);
  *    `\x5e` works. (`\-` is accepted.)
  */
-import { loadXGrammar, gbnfParseErrorInChild } from "../bindings/bench.js";
+import { loadXGrammar, gbnfParseErrorInChild } from "./harness/index.js";
 
 const x = await loadXGrammar();
 const vocab = ["A", "é", "中", "ࠀ", "</s>"];

@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: every suite of bindings/bench.ts across four real vocabularies and the seeds'
+ * `npm run bench`: every suite of bench/harness/index.ts across four real vocabularies and the seeds'
  * agent specs, side by side with XGrammar (same process) and llama.cpp (node-llama-cpp), written to
  * bench/results/results.json, bench/results/benny-*.json and bench/results/RESULTS.md (also printed
  * on stdout; progress goes to stderr).
@@ -19,7 +19,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { renderResultsMarkdown, repoRoot, runSuite, type SuiteResult, type SuiteVocab, type XGrammarVariant } from "../bindings/bench.js";
+import { renderResultsMarkdown, repoRoot, runSuite, type SuiteResult, type SuiteVocab, type XGrammarVariant } from "./harness/index.js";
 import { baselineOf } from "./baseline.js";
 
 const require = createRequire(import.meta.url);

@@ -46,5 +46,5 @@ export {
   type TokenizerJsonOptions,
   type TokenBytesOptions,
 } from "./vocab.js";
-export { SpecLogitsProcessor } from "./transformers.js";
-export { generateConstrained, vocabularyFromLlamaModel, vocabularyFromGguf } from "./llama.js";
+export { SpecLogitsProcessor } from "./adapters/transformers.js";
+export { generateConstrained, vocabularyFromLlamaModel, vocabularyFromGguf } from "./adapters/llama.js";

@@ -7,7 +7,7 @@
  */
 import { PdaRunner, pdaOfByteDfa } from "../compiler/grammar/pda.js";
 import { firstMarker, type Trace } from "../compiler/trace.js";
-import { seededRandom } from "./llama.js";
+import { seededRandom } from "../compiler/random.js";
 import type { Matcher, Spec } from "./spec.js";
 import type { Vocabulary } from "./vocab.js";
 

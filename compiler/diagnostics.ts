@@ -6,7 +6,14 @@
  * Codes: E01xx lexical/syntax, E02xx spec structure, E03xx behavior/semantics, E04xx automaton
  * analyses (dead ends, empty language), E05xx limits, E06xx input files (traces, .wasm).
  */
-import type { Span } from "./ir.js";
+/** A source region. `line` and `col` are 1-based; `offset`/`end` are UTF-16 indices into the text. */
+export interface Span {
+  file: string;
+  line: number;
+  col: number;
+  offset: number;
+  end: number;
+}
 
 export const Codes = {
   E0101: "unbalanced parentheses",
@@ -52,7 +59,7 @@ export const Codes = {
   E0711: "empty grammar language",
   E0712: "left recursion",
   E0713: "grammar not portable to llama.cpp or XGrammar",
-  // E08xx: rules (AgentSpec, seed 003; compiler/rules/, bindings/rules.ts)
+  // E08xx: rules (AgentSpec, seed 003; compiler/rules/, agents/rules.ts)
   E0801: "rules syntax error",
   E0802: "missing end",
   E0803: "missing enforce",
@@ -119,4 +126,29 @@ export function formatDiagnostic(err: SpecError, text?: string): string {
   }
   if (err.hint) out.push(`  = hint: ${err.hint}`);
   return out.join("\n");
+}
+
+/** "did you mean X?" for the closest candidate within edit distance 2. */
+export function suggest(word: string, candidates: string[]): string | undefined {
+  let best: string | undefined;
+  let bestD = 3;
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (d < bestD) { bestD = d; best = c; }
+  }
+  return best !== undefined && word !== "" ? `did you mean ${best}?` : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  const dp = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = dp[0]!;
+    dp[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = dp[j]!;
+      dp[j] = Math.min(dp[j]! + 1, dp[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return dp[b.length]!;
 }

@@ -10,16 +10,10 @@
  * order they are declared; that number is the alphabet of the state-level automata.
  */
 
+import type { Span } from "./diagnostics.js";
 import type { Cfg } from "./grammar/cfg.js";
 
-/** A source region. `line` and `col` are 1-based; `offset`/`end` are UTF-16 indices into the text. */
-export interface Span {
-  file: string;
-  line: number;
-  col: number;
-  offset: number;
-  end: number;
-}
+export type { Span };
 
 /** What the content of a state (the text after its marker, up to the next marker) may be. */
 export type ContentIR =

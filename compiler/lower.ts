@@ -23,7 +23,7 @@
  */
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
-import { SpecError } from "./diagnostics.js";
+import { SpecError, suggest } from "./diagnostics.js";
 import { decodeSource } from "./frontend/parse.js";
 import { parseGrammar } from "./grammar/index.js";
 import type { Behavior, ConstraintIR, ContentIR, Span, SpecIR, StateIR } from "./ir.js";
@@ -410,28 +410,4 @@ function example(op: string): string {
 const isList = (e: SExpr | undefined): e is List => e?.kind === "list";
 const isSym = (e: SExpr | undefined, v: string) => e?.kind === "atom" && e.type === "symbol" && e.value === v;
 
-/** "did you mean X?" for the closest candidate within edit distance 2. */
-export function suggest(word: string, candidates: string[]): string | undefined {
-  let best: string | undefined;
-  let bestD = 3;
-  for (const c of candidates) {
-    const d = editDistance(word.toLowerCase(), c.toLowerCase());
-    if (d < bestD) { bestD = d; best = c; }
-  }
-  return best !== undefined && word !== "" ? `did you mean ${best}?` : undefined;
-}
-
-function editDistance(a: string, b: string): number {
-  const dp = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = dp[0]!;
-    dp[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = dp[j]!;
-      dp[j] = Math.min(dp[j]! + 1, dp[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return dp[b.length]!;
-}
 export type { Span };

@@ -21,8 +21,7 @@
  * `<rule>-<n>` (llama.cpp and XGrammar call theirs `<rule>_<n>`, but llama.cpp's notation has no
  * '_' in names; with '-' print.ts can write any Cfg back as text both engines load).
  */
-import type { Span } from "../ir.js";
-import type { SpecError } from "../diagnostics.js";
+import type { Span, SpecError } from "../diagnostics.js";
 
 /** An inclusive byte range [lo, hi], 0 ≤ lo ≤ hi ≤ 255. */
 export type ByteRange = readonly [number, number];

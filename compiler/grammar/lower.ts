@@ -20,9 +20,8 @@
  * or one symbol). Errors are collected, then the first is thrown with the rest attached as `more`
  * (as compiler/lower.ts does for specs); limits throw at once (SpecLimitError).
  */
-import { SpecError, SpecLimitError } from "../diagnostics.js";
+import { SpecError, SpecLimitError, suggest } from "../diagnostics.js";
 import type { Span } from "../ir.js";
-import { suggest } from "../lower.js";
 import type { GExpr, GSeq, GrammarAst } from "./ast.js";
 import { byteLit, byteSym, ruleSym, type CfgLimits, type CfgRule, type RuleOrigin, type Sym } from "./cfg.js";
 import { complementCodePoints, encodeUtf8, normalizeCodePoints, utf8Sequences, type CpRange } from "./utf8.js";

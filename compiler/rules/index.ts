@@ -4,11 +4,10 @@
  *   parseRules(text, file)                      → RuleIR[]            (throws SpecError E08xx)
  *   checkRulesFile(text, file, knownPredicates) → { rules, summary }  (what `specc check FILE.rules` prints)
  *
- * The enforcer that runs the rules before each tool call lives in bindings/rules.ts; real
- * predicates for a shell tool and an email tool in bindings/rules-predicates.ts.
+ * The enforcer that runs the rules before each tool call lives in agents/rules.ts; real
+ * predicates for a shell tool and an email tool in agents/rules-predicates.ts.
  */
-import { SpecError } from "../diagnostics.js";
-import { suggest } from "../lower.js";
+import { SpecError, suggest } from "../diagnostics.js";
 import type { PredIR, RuleIR } from "./ir.js";
 import { lowerRules } from "./lower.js";
 import { parseRawRules } from "./parse.js";

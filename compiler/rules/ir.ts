@@ -1,6 +1,6 @@
 /**
  * @fileoverview The IR of AgentSpec rules (seed 003, Fig. 3; DESIGN.md §1.3): what
- * `parseRules` (rules/index.ts) returns and what the enforcer (bindings/rules.ts) runs.
+ * `parseRules` (rules/index.ts) returns and what the enforcer (agents/rules.ts) runs.
  *
  * text ─rules/lexer.ts (moo)─▶ tokens ─rules/rules.ne (nearley)─▶ raw tree ─rules/lower.ts─▶ RuleIR[]
  *

@@ -4,9 +4,8 @@
  * seed 003 Fig. 3, with a did-you-mean for enforcements. Like compiler/lower.ts, it collects every
  * error it can and throws the first with the others attached as `more`.
  */
-import { SpecError, type Code } from "../diagnostics.js";
+import { SpecError, suggest, type Code } from "../diagnostics.js";
 import type { Span } from "../ir.js";
-import { suggest } from "../lower.js";
 import {
   DEFAULT_SELF_REFLECT_TRIALS, ENFORCEMENTS, MAX_SELF_REFLECT_TRIALS,
   type EnforceIR, type JsonValue, type PredIR, type RuleIR, type TriggerIR,

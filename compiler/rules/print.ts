@@ -1,7 +1,7 @@
 /**
  * @fileoverview RuleIR → canonical rule text, and the one-line summaries `specc check` prints.
  * `parseRules(printRules(rules))` gives back the same rules (spans aside): the fuzz/property tests
- * in tests/rules.test.ts rely on it.
+ * in tests/compiler/rules.test.ts and tests/agents/rules.test.ts rely on it.
  */
 import type { EnforceIR, JsonValue, PredIR, RuleIR } from "./ir.js";
 

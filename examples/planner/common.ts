@@ -16,8 +16,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseGrammar, type Cfg } from "../../compiler/grammar/index.js";
-import { plan, type Chooser, type PlanOptions, type PlanResult } from "../../bindings/planner.js";
-import { firstChooser, loadLlmChooser, randomChooser, scriptedChooser } from "../../bindings/planner-choosers.js";
+import { plan, type Chooser, type PlanOptions, type PlanResult } from "../../agents/planner.js";
+import { firstChooser, loadLlmChooser, randomChooser, scriptedChooser } from "../../agents/planner-choosers.js";
 
 export const MODEL = process.env.SPECC_MODEL ?? fileURLToPath(new URL("../../../shared/models/stories260K.gguf", import.meta.url));
 

@@ -13,7 +13,7 @@
  *   …
  *   Step 11: Then, we get the cooked broccoli beef.
  */
-import type { ChoiceContext, Describe, PlanNode } from "../../bindings/planner.js";
+import type { ChoiceContext, Describe, PlanNode } from "../../agents/planner.js";
 import { isMain, main, type Example } from "./common.js";
 
 /** The seasoning words of Eq.(5)'s grammar → the paper's recipe wording. */

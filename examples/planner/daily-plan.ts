@@ -16,7 +16,7 @@
  *   16:00 - 19:00 Doing homework.
  *   19:00 - 20:00 Eating supper.
  */
-import type { ChoiceContext, Describe } from "../../bindings/planner.js";
+import type { ChoiceContext, Describe } from "../../agents/planner.js";
 import { isMain, main, type Example } from "./common.js";
 
 const TASK = [

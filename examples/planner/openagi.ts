@@ -11,7 +11,7 @@
  *   2. Use Image Classification on the input image
  *   3. Use Visual Question Answering on the output of Colorization and the output of Image Classification
  */
-import { formatPrompt, type Describe } from "../../bindings/planner.js";
+import { formatPrompt, type Describe } from "../../agents/planner.js";
 import { isMain, main, type Example } from "./common.js";
 
 const kind = (rule: string) => (rule === "I" ? "image" : "text");

@@ -13,7 +13,7 @@
  *   4: Then, we need to submit the regional antitrust filing of the United States and/or China. But we assume …
  *   5: Pass the preliminary risk analysis. Details to be discussed in the transaction documents.
  */
-import type { ChoiceContext, Describe } from "../../bindings/planner.js";
+import type { ChoiceContext, Describe } from "../../agents/planner.js";
 import { isMain, main, type Example } from "./common.js";
 
 export const SELLER = "Shareholders of Blizzard Entertainment";
