@@ -58,9 +58,30 @@ usage:
 
 exit codes: 0 ok, 1 trace does not conform, 2 usage error, 3 error in an input file, 70 internal error`;
 
+const COMMANDS = ["compile", "render", "check", "replay", "sample", "bench", "plan", "demo"] as const;
+
+/** One command's part of USAGE (its `specc CMD` lines and their continuations), for `specc CMD --help`. */
+export function commandUsage(cmd: string): string {
+  const lines = USAGE.split("\n");
+  const out: string[] = [];
+  let inCmd = false;
+  for (const l of lines) {
+    if (/^  specc \w/.test(l)) inCmd = l.startsWith(`  specc ${cmd} `);
+    else if (!/^ {16,}/.test(l)) inCmd = false;
+    if (inCmd) out.push(l);
+  }
+  const intro = USAGE.slice(USAGE.indexOf("\n\n") + 2, USAGE.indexOf("\n\nusage:"));
+  return `usage:\n${out.join("\n")}\n\n${intro}\n\n${USAGE.slice(USAGE.lastIndexOf("exit codes:"))}`;
+}
+
 export async function main(argv: string[], io: Io = { out: (s) => process.stdout.write(s + "\n"), err: (s) => process.stderr.write(s + "\n") }): Promise<number> {
   const [cmd, ...rest] = argv;
   const sources = new Map<string, string>();
+  // `specc CMD --help` / `-h` (before the command's own option parsing, so it always works).
+  if (cmd !== "plan" && (COMMANDS as readonly string[]).includes(cmd ?? "") && rest.some((a) => a === "--help" || a === "-h")) {
+    io.out(commandUsage(cmd!));
+    return EXIT.ok;
+  }
   try {
     switch (cmd) {
       case "compile": return await cmdCompile(rest, io, sources);
