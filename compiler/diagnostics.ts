@@ -101,12 +101,28 @@ export class SpecLimitError extends SpecError {
 
 /** Builds a span from a UTF-16 offset range of `text`. */
 export function spanAt(file: string, text: string, offset: number, end = offset + 1): Span {
-  let line = 1;
-  let col = 1;
-  for (let i = 0; i < offset && i < text.length; i++) {
-    if (text.charCodeAt(i) === 10) { line++; col = 1; } else col++;
+  const starts = lineStarts(text);
+  const m = Math.max(0, Math.min(offset, text.length));
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (starts[mid]! <= m) lo = mid;
+    else hi = mid - 1;
   }
-  return { file, line, col, offset, end: Math.max(end, offset) };
+  return { file, line: lo + 1, col: m - starts[lo]! + 1, offset, end: Math.max(end, offset) };
+}
+
+/** Offsets where lines start, for the last text asked about (front ends ask thousands of times per file). */
+let lastText: string | undefined;
+let lastStarts: number[] = [0];
+function lineStarts(text: string): number[] {
+  if (text !== lastText) {
+    lastStarts = [0];
+    for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) lastStarts.push(i + 1);
+    lastText = text;
+  }
+  return lastStarts;
 }
 
 /** Renders a diagnostic the way compilers do. `text` is the source the span points into. */

@@ -4,8 +4,8 @@
  * half-written file. Not on the compile or mask path (the compiler and bindings take bytes), so a
  * browser build never needs it.
  */
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
 
 /** An input or output file that cannot be used: the CLI prints the message and exits 3. */
 export class InputError extends Error {}
@@ -24,5 +24,33 @@ export function writeAtomic(path: string, data: Uint8Array | string): void {
   } catch (e) {
     rmSync(tmp, { force: true });
     throw new InputError(`cannot write ${path}: ${(e as Error).message}`);
+  }
+}
+
+/**
+ * Makes sure `dir` is a directory, creating it and missing parents one level at a time. Why not
+ * `mkdirSync(dir, { recursive: true })`: on some special file systems (e.g. `/proc/x`) Node's
+ * recursive mkdir retries forever; here every level is tried once and a failure is an
+ * `InputError` ("cannot write …", exit 3) at once.
+ */
+export function ensureDir(dir: string): void {
+  const missing: string[] = [];
+  let d = resolve(dir);
+  for (;;) {
+    let st;
+    try { st = statSync(d); } catch { st = undefined; }
+    if (st) {
+      if (!st.isDirectory()) throw new InputError(`cannot write ${dir}: ${d} is not a directory`);
+      break;
+    }
+    missing.push(d);
+    const up = dirname(d);
+    if (up === d) break;
+    d = up;
+  }
+  for (const m of missing.reverse()) {
+    try { mkdirSync(m); } catch (e) {
+      if ((e as { code?: string }).code !== "EEXIST") throw new InputError(`cannot write ${dir}: ${(e as Error).message}`);
+    }
   }
 }

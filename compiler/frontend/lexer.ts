@@ -4,7 +4,7 @@
  * parentheses (seed 001 prints two figures with unbalanced parentheses; they are real test cases).
  */
 import moo from "moo";
-import { SpecError, spanAt } from "../diagnostics.js";
+import { SpecError, SpecLimitError, spanAt } from "../diagnostics.js";
 import type { Span } from "../ir.js";
 
 export interface Token {
@@ -66,7 +66,27 @@ export function tokenize(file: string, text: string): Token[] {
     out.push(tok);
   }
   checkBalance(file, text, out);
+  checkNesting(file, text, out);
   return out;
+}
+
+/**
+ * Deepest nesting of parentheses a spec may have. Every later stage (the nearley parse, lowering,
+ * the behaviour's NFA, the printers) recurses on the nesting, and the JS stack runs out near 2,000
+ * levels; real specs nest a few levels. Checked here, on the flat token list, so that a deeper spec
+ * is a positioned diagnostic at once and no stage ever recurses deeper than this.
+ */
+export const MAX_SPEC_NESTING = 256;
+
+function checkNesting(file: string, text: string, toks: Token[]): void {
+  let depth = 0;
+  for (const t of toks) {
+    if (t.type === "lparen" && ++depth > MAX_SPEC_NESTING) {
+      const e = new SpecLimitError("maxNesting", depth, MAX_SPEC_NESTING, tokenSpan(file, text, t));
+      (e as { hint?: string }).hint = `parentheses nest more than ${MAX_SPEC_NESTING} levels deep here; flatten the behaviour (e.g. (next A B C) instead of (next A (next B C)))`;
+      throw e;
+    } else if (t.type === "rparen") depth--;
+  }
 }
 
 /** Reports the first unmatched parenthesis, with a hint pointing at the line that likely caused it. */

@@ -17,36 +17,48 @@ import { SpecError } from "../diagnostics.js";
 import type { CfgRule, Sym } from "./cfg.js";
 
 export function nullableRules(rules: readonly CfgRule[]): boolean[] {
-  const nullable = rules.map(() => false);
-  let changed = true;
-  while (changed) {
-    changed = false;
-    rules.forEach((r, i) => {
-      if (nullable[i]) return;
-      if (r.alts.some((a) => a.every((s) => s.kind === "rule" && nullable[s.rule]))) {
-        nullable[i] = true;
-        changed = true;
-      }
-    });
-  }
-  return nullable;
+  // ε needs every symbol of some alternative to be a nullable rule (a byte set never is).
+  return leastFixpoint(rules, (s) => s.kind === "rule");
 }
 
 export function productiveRules(rules: readonly CfgRule[]): boolean[] {
-  const productive = rules.map(() => false);
-  const ok = (s: Sym) => (s.kind === "rule" ? productive[s.rule]! : s.ranges.length > 0);
-  let changed = true;
-  while (changed) {
-    changed = false;
-    rules.forEach((r, i) => {
-      if (productive[i]) return;
-      if (r.alts.some((a) => a.every(ok))) {
-        productive[i] = true;
-        changed = true;
+  // A finite derivation needs every symbol of some alternative to be productive (a non-empty byte set is).
+  return leastFixpoint(rules, (s) => s.kind === "rule" || s.ranges.length > 0);
+}
+
+/**
+ * The rules with some alternative whose symbols all hold, where a rule symbol holds when its rule
+ * is in the set and a byte set holds by `bytesHold`; the least such set. Worklist with a counter of
+ * pending rule symbols per alternative, so it is linear in the grammar's size (a chain of 10,000
+ * rules would take 10,000 passes of a naive fixpoint).
+ */
+function leastFixpoint(rules: readonly CfgRule[], usable: (s: Sym) => boolean): boolean[] {
+  const holds = rules.map(() => false);
+  const pending: number[] = [];
+  const altRule: number[] = [];
+  const users: number[][] = rules.map(() => []);
+  const work: number[] = [];
+  rules.forEach((r, i) => {
+    for (const a of r.alts) {
+      if (!a.every(usable)) continue;
+      const k = altRule.length;
+      altRule.push(i);
+      let n = 0;
+      for (const s of a) if (s.kind === "rule") { users[s.rule]!.push(k); n++; }
+      pending.push(n);
+      if (n === 0 && !holds[i]) { holds[i] = true; work.push(i); }
+    }
+  });
+  while (work.length) {
+    const r = work.pop()!;
+    for (const k of users[r]!) {
+      if (--pending[k]! === 0) {
+        const i = altRule[k]!;
+        if (!holds[i]) { holds[i] = true; work.push(i); }
       }
-    });
+    }
   }
-  return productive;
+  return holds;
 }
 
 export function reachableRules(rules: readonly CfgRule[], start: number): boolean[] {

@@ -76,7 +76,10 @@ export interface CfgLimits {
   maxRules: number;
   /** Most symbols in all alternatives together (after repetition expansion, UTF-8 compilation and left-recursion removal). */
   maxSymbols: number;
-  /** Deepest nesting of parentheses and stacked repetition operators (the front end recurses on it). */
+  /**
+   * Deepest nesting of parentheses and stacked repetition operators. The front end and the later
+   * stages recurse on it and the JS stack runs out near 950 levels; 256 keeps a wide margin.
+   */
   maxNesting: number;
 }
 
@@ -84,7 +87,7 @@ export const DEFAULT_LIMITS: CfgLimits = {
   maxRepeat: 2000,
   maxRules: 20_000,
   maxSymbols: 500_000,
-  maxNesting: 1000,
+  maxNesting: 256,
 };
 
 export function byteSym(ranges: readonly ByteRange[]): ByteSym {

@@ -3,20 +3,25 @@
 # name followed by `::=` arrives as a `rulename` token, so a rule runs until the next rulename.
 # The postprocessors keep the raw tokens and never mutate their inputs (an Earley parser may share
 # a completed node between several parses); grammar/parse.ts turns them into the spanned AST.
+# Lists (rules, alternatives, items) are built as cons cells, newest first, { item, prev }: O(1) a
+# step and shareable; copying an array a step would be quadratic (10,000 alternatives: 50 million
+# copies). parse.ts `flatten` turns them into arrays once, on the final parse.
 # The lexer object below only answers `has` at grammar-build time; parse.ts installs the real one.
 @{% const lexer = { has: () => true }; %}
 @lexer lexer
 
-grammar -> rule:*                                {% ([rules]) => rules %}
+grammar -> rules                                 {% ([rules]) => rules %}
+rules -> null                                    {% () => null %}
+       | rules rule                              {% ([prev, item]) => ({ item, prev }) %}
 
 rule -> %rulename %defn alts                     {% ([name, defn, alts]) => ({ name, defn, alts }) %}
 
-# alts: { seqs: item[][], seps: token[] } where seps[i] is the token before seqs[i+1] ('|').
-alts -> seq                                      {% ([s]) => ({ seqs: [s], seps: [] }) %}
-      | alts %pipe seq                           {% ([a, p, s]) => ({ seqs: [...a.seqs, s], seps: [...a.seps, p] }) %}
+# alts: a cons list of { seq, sep } where sep is the '|' before seq (null for the first).
+alts -> seq                                      {% ([s]) => ({ item: { seq: s, sep: null }, prev: null }) %}
+      | alts %pipe seq                           {% ([a, p, s]) => ({ item: { seq: s, sep: p }, prev: a }) %}
 
-seq -> null                                      {% () => [] %}
-     | seq item                                  {% ([s, i]) => [...s, i] %}
+seq -> null                                      {% () => null %}
+     | seq item                                  {% ([prev, item]) => ({ item, prev }) %}
 
 item -> atom                                     {% ([a]) => a %}
       | item quant                               {% ([body, q]) => ({ kind: "quant", body, q }) %}

@@ -115,7 +115,15 @@ function dedupe(alts: Sym[][]): Sym[][] {
   });
 }
 
+/**
+ * Most symbols Paull's substitutions may write in one compilation. Around a cycle of n rules the
+ * rewrite writes ~n³/3 symbols even when the result would stay under maxSymbols for a while; this
+ * bounds the time to a refusal (well under a second) instead of tens of seconds.
+ */
+const LEFT_RECURSION_WORK = 2_000_000;
+
 class Rewriter {
+  private work = 0;
   private nullable: boolean[] = [];
   private plus = new Map<number, number>();
   private readonly pending: [number, number][] = [];
@@ -188,16 +196,31 @@ class Rewriter {
 
   /** Step 2: Paull's algorithm on a component whose left corners are all first symbols. */
   paull(comp: readonly number[]): void {
+    // The symbol count is kept up to date substitution by substitution (not recounted: Paull's
+    // substitutions are n² on an n-rule cycle, and the limit must be hit in time linear in it).
+    let symbols = countSymbols(this.rules);
+    const size = (alts: readonly Sym[][]) => alts.reduce((n, a) => n + a.length + 1, 0);
     comp.forEach((ai, i) => {
       const rule = this.rules[ai]!;
       for (let j = 0; j < i; j++) {
         const aj = comp[j]!;
+        if (!rule.alts.some((alt) => alt[0]?.kind === "rule" && alt[0].rule === aj)) continue;
+        const before = size(rule.alts);
         rule.alts = dedupe(rule.alts.flatMap((alt) => {
           const head = alt[0];
           if (head?.kind !== "rule" || head.rule !== aj) return [alt];
           return this.rules[aj]!.alts.map((delta) => [...delta, ...alt.slice(1)]);
         }));
-        this.checkLimits();
+        const after = size(rule.alts);
+        symbols += after - before;
+        if (symbols > this.limits.maxSymbols) throw new SpecLimitError("maxSymbols", symbols, this.limits.maxSymbols, rule.span);
+        this.work += after;
+        if (this.work > LEFT_RECURSION_WORK) {
+          const e = new SpecLimitError("leftRecursionWork", this.work, LEFT_RECURSION_WORK, rule.span);
+          (e as { hint?: string }).hint = "removing this left recursion (Paull's substitution around a long cycle of rules) grows the grammar " +
+            "quadratically: shorten the cycle, or write the recursion on the right";
+          throw e;
+        }
       }
       this.direct(ai);
     });

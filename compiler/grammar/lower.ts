@@ -53,6 +53,34 @@ export function lowerGrammar(ast: GrammarAst, start: string, limits: CfgLimits):
   return new Lowering(ast, limits).run(start);
 }
 
+const unwrap = (e: GExpr): GExpr => {
+  while (e.kind === "group" && e.alts.length === 1 && e.alts[0]!.items.length === 1) e = e.alts[0]!.items[0]!;
+  return e;
+};
+
+/**
+ * A repetition with its nested repetitions simplified, bottom-up (the same object when nothing
+ * changes, so lowering the result again is a no-op). Both rules are equalities of languages:
+ *   - a star repeated is the star: (F*){m,n} = F* for n ≥ 1 (F*·F* = F*, ε ∈ F*);
+ *   - (E{0,a}){m,b} = E{0,a·b} for a single non-empty literal or character class E (every factor
+ *     may be empty, so every count from 0 to a·b is reached): one chain of a·b optional steps instead
+ *     of b chains of a, whose ε-closures multiply.
+ */
+function simplifyRepeat(e: Extract<GExpr, { kind: "repeat" }>): GExpr {
+  const inner = unwrap(e.body);
+  const body = inner.kind === "repeat" ? unwrap(simplifyRepeat(inner)) : inner;
+  if (body.kind === "repeat" && e.max !== 0) {
+    if (body.min === 0 && body.max === null) return body;
+    const b = unwrap(body.body);
+    const single = (b.kind === "literal" && b.codePoints.length > 0) || b.kind === "class" || b.kind === "any";
+    if (single && body.min === 0 && body.max !== null && body.max > 0 && e.max !== null) {
+      const max = body.max * e.max;
+      return { ...body, max, op: `{0,${max}}`, span: e.span, opSpan: e.opSpan };
+    }
+  }
+  return body === inner ? e : { ...e, body };
+}
+
 function isStarOrOpt(e: GExpr): e is Extract<GExpr, { kind: "repeat" }> {
   return e.kind === "repeat" && e.min === 0 && (e.max === null || e.max === 1);
 }
@@ -191,6 +219,10 @@ class Lowering {
         `write {${max},${min}}`));
       return [];
     }
+    // Nested repetitions simplified first (simplifyRepeat): exact, and it keeps llama.cpp's "hang"
+    // test grammar (((([^x]*){0,99}){0,99})…) and its kin linear instead of a product of levels.
+    const simple = simplifyRepeat(e);
+    if (simple !== e) return this.item(simple, owner);
     const biggest = Math.max(min, max ?? 0);
     if (biggest > this.limits.maxRepeat) throw new SpecLimitError("maxRepeat", biggest, this.limits.maxRepeat, e.opSpan);
     const body = this.item(e.body, owner);

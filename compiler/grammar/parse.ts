@@ -76,10 +76,37 @@ export function parseGrammarAst(file: string, text: string, maxNesting = Infinit
     const tok = (e as { token?: GToken }).token ?? toks[Math.max(0, (parser as unknown as { current: number }).current - 1)];
     throw syntaxError(file, text, parser, tok);
   }
-  const results = parser.results as RawRule[][];
+  const results = parser.results as Cons<ConsRule>[];
   if (results.length === 0) throw syntaxError(file, text, parser, undefined, toks);
   // The grammar is unambiguous (a rule name is a distinct token), so there is exactly one parse.
-  return new Converter(file, text, toks).convert(results[0]!);
+  return new Converter(file, text, toks).convert(listOf(results[0]!).map((r) => ({ name: r.name, defn: r.defn, alts: flattenAlts(r.alts) })));
+}
+
+// The parse tree as gbnf.ne builds it: lists are cons cells, newest first (see its note).
+type Cons<T> = { item: T; prev: Cons<T> } | null;
+type ConsItem =
+  | { kind: "string" | "class" | "dot" | "name"; t: GToken }
+  | { kind: "group"; open: GToken; alts: Cons<ConsAlt>; close: GToken }
+  | { kind: "quant"; body: ConsItem; q: RawQuant };
+interface ConsAlt { seq: Cons<ConsItem>; sep: GToken | null }
+interface ConsRule { name: GToken; defn: GToken; alts: Cons<ConsAlt> }
+
+function listOf<T>(c: Cons<T>): T[] {
+  const out: T[] = [];
+  for (let x = c; x; x = x.prev) out.push(x.item);
+  return out.reverse();
+}
+
+/** Cons lists to arrays. Recursion only follows groups, whose nesting the lexer bounds (maxNesting). */
+function flattenAlts(c: Cons<ConsAlt>): RawAlts {
+  const alts = listOf(c);
+  return { seqs: alts.map((a) => listOf(a.seq).map(flattenItem)), seps: alts.slice(1).map((a) => a.sep!) };
+}
+
+function flattenItem(i: ConsItem): RawItem {
+  if (i.kind === "group") return { kind: "group", open: i.open, alts: flattenAlts(i.alts), close: i.close };
+  if (i.kind === "quant") return { kind: "quant", body: flattenItem(i.body), q: i.q };
+  return i;
 }
 
 function expectedAt(parser: nearley.Parser): string[] {

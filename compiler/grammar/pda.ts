@@ -42,8 +42,8 @@ import { SpecError } from "../diagnostics.js";
 import { minimize } from "../automata/minimize.js";
 import type { Cfg } from "./cfg.js";
 import {
-  DEFAULT_MAX_GRAMMAR_STATES, END, GrammarLimitError, buildNetwork, itemClosure, mergeClasses, positionClasses,
-  type GrammarDfa,
+  DEFAULT_MAX_GRAMMAR_STATES, END, GrammarLimitError, MAX_CLOSURE_WORK, buildNetwork, itemClosure, mergeClasses, positionClasses,
+  type ClosureBudget, type GrammarDfa,
 } from "./regular.js";
 
 /** Most stack frames (pending nested constructs) a configuration may hold; the runtime uses the same. */
@@ -84,6 +84,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
 
   interface Closure { kernel: number[]; accept: boolean; calls: Map<number, number[]> }
   const itemMemo = new Map<number, Closure>();
+  const budget: ClosureBudget = { left: MAX_CLOSURE_WORK, maxDepth: Infinity, name: opts.name };
   const closeItem = (seed: number): Closure => {
     let hit = itemMemo.get(seed);
     if (hit) return hit;
@@ -100,7 +101,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       }
       const ns = next === END ? st : push(st, next);
       for (const e of net.entries[rule]!) add(ns * P + e);
-    });
+    }, budget);
     for (const r of calls.values()) r.sort((a, b) => a - b);
     hit = { kernel, accept, calls };
     itemMemo.set(seed, hit);

@@ -78,6 +78,18 @@ export const DEFAULT_MAX_GRAMMAR_STATES = 100_000;
 /** Configurations in all subset states together: a memory guard next to maxStates. */
 const MAX_CONFIGS = 20_000_000;
 
+/**
+ * Most items all ε-closures of one compilation may visit (DFA and pushdown alike). The subset
+ * construction's cost is the sum of its closures, which a small grammar can make astronomical
+ * (nested bounded repetitions of a nullable body: every level's positions multiply); this refuses
+ * such a grammar within a second or so instead of exhausting the heap. Every example needs under
+ * 300,000 (openagi.gbnf is the largest), so the limit leaves a factor of 10.
+ */
+export const MAX_CLOSURE_WORK = 3_000_000;
+
+/** The closure work left to one compilation (see MAX_CLOSURE_WORK). */
+export interface ClosureBudget { left: number; maxDepth: number; name?: string }
+
 export interface GrammarDfaOptions {
   /** Most pending recursive calls (see the file overview); default 8. */
   maxDepth?: number;
@@ -112,7 +124,12 @@ export class GrammarLimitError extends SpecLimitError {
   constructor(limit: string, value: number, max: number, maxDepth: number, name?: string) {
     super(limit, value, max, null);
     this.name = "GrammarLimitError";
-    const what = `${limit === "maxGrammarStates" ? "states" : "configurations"} (${limit})`;
+    const what = `${limit === "maxGrammarStates" ? "states" : limit === "maxClosureWork" ? "closure steps" : "configurations"} (${limit})`;
+    if (limit === "maxClosureWork") {
+      this.message = `limit exceeded: building the automaton of grammar ${name ?? "(inline)"} would take more than ${max} ${what}`;
+      this.hint = "nested repetitions of something that may be empty multiply the work (e.g. ((\"a\"?){0,99}){0,99}): write the repetition once (\"a\"{0,99}), or bound it lower";
+      return;
+    }
     if (maxDepth === Infinity) {
       // The pushdown compilation (pda.ts): no depth to lower.
       this.message = `limit exceeded: the pushdown automaton of grammar ${name ?? "(inline)"} would need more than ${max} ${what}`;
@@ -313,6 +330,7 @@ export function positionClasses(net: Network): { classMap: Uint8Array; nClasses:
 export function itemClosure(
   net: Network, stParent: readonly number[], stPos: readonly number[], seed: number,
   onCall: (st: number, pos: number, add: (item: number) => void) => void,
+  budget?: ClosureBudget,
 ): { kernel: number[]; accept: boolean } {
   const P = net.kind.length;
   const seen = new Set<number>([seed]);
@@ -321,6 +339,9 @@ export function itemClosure(
   let accept = false;
   const add = (x: number) => { if (!seen.has(x)) { seen.add(x); work.push(x); } };
   while (work.length) {
+    if (budget && --budget.left < 0) {
+      throw new GrammarLimitError("maxClosureWork", MAX_CLOSURE_WORK + 1, MAX_CLOSURE_WORK, budget.maxDepth, budget.name);
+    }
     const it = work.pop()!;
     const pos = it % P;
     const st = (it - pos) / P;
@@ -362,6 +383,7 @@ export function grammarToDfa(cfg: Cfg, opts: GrammarDfaOptions = {}): GrammarDfa
   };
 
   let depthLimited = false;
+  const budget: ClosureBudget = { left: MAX_CLOSURE_WORK, maxDepth, name: opts.name };
   /** ε-closure of one item (stack * P + position): its byte-position items and whether it accepts. */
   const itemMemo = new Map<number, { kernel: number[]; accept: boolean }>();
   const closeItem = (seed: number): { kernel: number[]; accept: boolean } => {
@@ -376,7 +398,7 @@ export function grammarToDfa(cfg: Cfg, opts: GrammarDfaOptions = {}): GrammarDfa
         ns = push(st, next, cut);
       }
       for (const e of net.entries[net.arg[pos]!]!) add(ns * P + e);
-    });
+    }, budget);
     itemMemo.set(seed, hit);
     return hit;
   };
