@@ -5,11 +5,11 @@
  * is there, otherwise seeded random logits over the Llama 3 vocabulary standing in for a model.
  * Prints the transcript (forced text green, environment text yellow) and checks it conforms.
  */
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { compileSource, compileToWasm } from "../compiler/compile.js";
-import { writeAtomic } from "../compiler/io.js";
+import { ensureDir, writeAtomic } from "../compiler/io.js";
 import { stateDot, renderSvg } from "../compiler/render.js";
 import { byteDfaEngine, runTrace } from "../compiler/trace.js";
 import { generateConstrained, seededRandom, vocabularyFromLlamaModel, type ConstrainedResult } from "../bindings/adapters/llama.js";
@@ -28,7 +28,7 @@ const tool = (_state: string, text: string) =>
   TOOL_ANSWERS[[...text.matchAll(/Action:\s*(Search|Lookup)\s*Action Input:/g)].at(-1)?.[1] ?? "Search"]!;
 
 export async function runDemo(outDir: string, io: { out: (s: string) => void }): Promise<number> {
-  mkdirSync(outDir, { recursive: true });
+  ensureDir(outDir);
   const t0 = performance.now();
   const compiled = compileSource(readFileSync(SPEC, "utf8"), SPEC);
   const wasm = compileToWasm(compiled);

@@ -3,7 +3,7 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { writeAtomic } from "../compiler/io.js";
+import { ensureDir, writeAtomic } from "../compiler/io.js";
 import { COMPILE_OPTIONS, EXIT, UsageError, compileOptions, loadWithVocab, oneFile, type Io } from "./common.js";
 
 export async function cmdSample(args: string[], io: Io, sources: Map<string, string>): Promise<number> {
@@ -21,8 +21,7 @@ export async function cmdSample(args: string[], io: Io, sources: Map<string, str
   const { sampleTraces } = await import("../bindings/replay.js");
   const traces = sampleTraces(spec, vocab, { n, seed, maxStateTokens: k });
   if (values.out) {
-    const { mkdirSync } = await import("node:fs");
-    mkdirSync(values.out, { recursive: true });
+    ensureDir(values.out);
     traces.forEach((t, i) => writeAtomic(join(values.out!, `sample-${String(i).padStart(4, "0")}.json`), JSON.stringify(t, null, 2) + "\n"));
     io.out(`${values.out}: ${traces.length} transcripts`);
   } else if (values.json || n > 1) {
