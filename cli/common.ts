@@ -10,6 +10,7 @@ import { SpecError } from "../compiler/diagnostics.js";
 import { decodeSource } from "../compiler/frontend/parse.js";
 import { formatWarning } from "../compiler/grammar/index.js";
 import { InputError, readInput } from "../compiler/io.js";
+import { compileJsonSchema } from "../compiler/jsonschema/index.js";
 import type { Compiled } from "../compiler/ir.js";
 import { MAX_GRAMMAR_DEPTH } from "../compiler/lower.js";
 import { byteDfaEngine, type Engine } from "../compiler/trace.js";
@@ -28,7 +29,16 @@ export interface CompileFileOptions {
   warn?: (text: string) => void;
   /** Start rule of a standalone grammar (default root). */
   start?: string;
+  /** Read the input as a JSON Schema even without the .schema.json ending. */
+  jsonSchema?: boolean;
+  /** JSON Schema: relax what cannot be enforced exactly (with a warning) instead of refusing it. */
+  lenient?: boolean;
+  /** JSON Schema: no whitespace between tokens. */
+  compact?: boolean;
 }
+
+/** A JSON Schema input: a .schema.json file, or any file with --json-schema. */
+export const isJsonSchemaFile = (path: string, opts: CompileFileOptions = {}): boolean => opts.jsonSchema === true || path.endsWith(".schema.json");
 
 /**
  * Reads and compiles a spec file — an agent spec, or a standalone grammar (.gbnf/.ebnf) — and
@@ -38,7 +48,15 @@ export function compileFile(path: string, sources: Map<string, string>, opts: Co
   const bytes = readInput(path);
   try {
     let c: Compiled | CompiledGrammar;
-    if (isGrammarFile(path)) {
+    if (isJsonSchemaFile(path, opts)) {
+      const text = decodeSource(path, bytes);
+      sources.set(path, text);
+      const g = compileJsonSchema(text, path, { lenient: opts.lenient, compact: opts.compact, limits: opts.limits });
+      if (opts.warn) for (const w of g.schemaWarnings) opts.warn(formatWarning(w, text));
+      // The generated grammar's own warnings (unused shared rules, portability) are about text the
+      // user never wrote: not shown.
+      return g;
+    } else if (isGrammarFile(path)) {
       const text = decodeSource(path, bytes);
       sources.set(path, text);
       c = compileGrammarSource(text, path, opts.limits, opts.start);
@@ -66,9 +84,12 @@ export function grammarWarnings(c: Compiled | CompiledGrammar): SpecError[] {
 export const isCompiledGrammar = (c: Compiled | CompiledGrammar): c is CompiledGrammar => "grammar" in c;
 
 /** Options every command that compiles takes. */
-export const COMPILE_OPTIONS = { "max-depth": { type: "string" }, "max-grammar-states": { type: "string" }, start: { type: "string" } } as const;
+export const COMPILE_OPTIONS = {
+  "max-depth": { type: "string" }, "max-grammar-states": { type: "string" }, start: { type: "string" },
+  "json-schema": { type: "boolean" }, lenient: { type: "boolean" }, compact: { type: "boolean" },
+} as const;
 
-export function compileOptions(values: { "max-depth"?: string; "max-grammar-states"?: string; start?: string }, io: Io): CompileFileOptions {
+export function compileOptions(values: { "max-depth"?: string; "max-grammar-states"?: string; start?: string; "json-schema"?: boolean; lenient?: boolean; compact?: boolean }, io: Io): CompileFileOptions {
   const limits: Limits = {};
   if (values["max-grammar-states"] !== undefined) {
     const n = Number(values["max-grammar-states"]);
@@ -80,7 +101,7 @@ export function compileOptions(values: { "max-depth"?: string; "max-grammar-stat
     if (!Number.isInteger(d) || d < 0 || d > MAX_GRAMMAR_DEPTH) throw new UsageError(`--max-depth must be an integer from 0 to ${MAX_GRAMMAR_DEPTH}, not '${values["max-depth"]}'`);
     limits.maxDepth = d;
   }
-  return { limits, start: values.start, warn: (t) => io.err(t) };
+  return { limits, start: values.start, warn: (t) => io.err(t), jsonSchema: values["json-schema"], lenient: values.lenient, compact: values.compact };
 }
 
 export function oneFile(positionals: string[], what: string): string {

@@ -26,7 +26,10 @@ SPEC is an agent spec (.agent) or a grammar (.gbnf/.ebnf: the whole output must 
 its rule root, or of --start RULE). A grammar compiles to a pushdown automaton, exact at any
 nesting depth; with --max-depth N, to a plain DFA exact up to N nested recursive calls
 (parentheses in arithmetic, arrays/objects in JSON). Grammars inside agent states use the DFA
-(their :max-depth, else --max-depth, else 8).
+(their :max-depth, else --max-depth, else 8). SPEC may also be a JSON Schema (.schema.json, or any
+JSON file with --json-schema): the output must be a JSON text the schema accepts; a keyword specc
+cannot enforce exactly is an error unless --lenient (a warning per relaxed keyword); --compact
+allows no whitespace between tokens.
 
 usage:
   specc compile SPEC -o OUT.wasm         compile a spec into a self-contained .wasm

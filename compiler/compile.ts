@@ -12,7 +12,7 @@ import { buildNfa } from "./automata/nfa.js";
 import { emitWasm, loadRuntimeWasm } from "./emit-wasm.js";
 import { decodeSource, parseSExprs } from "./frontend/parse.js";
 import { parseGrammar } from "./grammar/index.js";
-import type { Cfg } from "./grammar/cfg.js";
+import type { Cfg, CfgLimits } from "./grammar/cfg.js";
 import { grammarToPda, type GrammarPda } from "./grammar/pda.js";
 import { grammarToDfa, type GrammarDfa } from "./grammar/regular.js";
 import { ByteFlag, type ByteDfa, type Compiled, type SpecIR } from "./ir.js";
@@ -27,6 +27,8 @@ export interface Limits {
   maxDepth?: number;
   /** Subset states of one grammar's bounded-stack expansion; default 100,000. */
   maxGrammarStates?: number;
+  /** Limits of the grammar front end (grammar/cfg.ts DEFAULT_LIMITS), e.g. a larger maxRepeat for generated grammars. */
+  grammarLimits?: Partial<CfgLimits>;
 }
 
 /** Parses and lowers a spec. Throws SpecError (with a span) on any problem. */
@@ -104,7 +106,7 @@ export function grammarByteDfa(d: GrammarDfa | GrammarPda): ByteDfa {
  * with it, to the bounded-depth DFA of grammar/regular.ts.
  */
 export function compileGrammarSource(text: string, file: string, limits: Limits = {}, start = "root"): CompiledGrammar {
-  const cfg = parseGrammar(text, file, { start });
+  const cfg = parseGrammar(text, file, { start, limits: limits.grammarLimits });
   let byteDfa: ByteDfa;
   let info: Omit<CompiledGrammar["grammar"], "cfg">;
   if (limits.maxDepth === undefined) {

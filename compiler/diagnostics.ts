@@ -74,6 +74,12 @@ export const Codes = {
   E0812: "missing enforcement handler",
   E0813: "malformed rule header",
   E0814: "malformed predicate",
+  // E09xx: JSON Schema (compiler/jsonschema/)
+  E0901: "not valid JSON",
+  E0902: "JSON Schema keyword not supported",
+  E0903: "malformed JSON Schema",
+  E0904: "unsatisfiable JSON Schema",
+  E0905: "unresolvable $ref",
 } as const;
 export type Code = keyof typeof Codes;
 

@@ -1,0 +1,33 @@
+/**
+ * @fileoverview `format` as grammar: the strings (between the quotes) each supported format
+ * accepts, each a subset of what ajv-formats accepts ("never looser"): upper-case `T` and `Z`,
+ * no `urn:uuid:` prefix, real calendar dates (Feb 29 only in leap years), at most three labels in a
+ * hostname (so the 253-character limit always holds). null: not supported.
+ */
+const LABEL = "[a-zA-Z0-9] ( [a-zA-Z0-9-]{0,61} [a-zA-Z0-9] )?";
+const HEX = "[0-9a-fA-F]";
+// Years divisible by 4 (00 only when the century is divisible by 4: 1600, 2000, 2400 …).
+const LEAP_YEAR = '( [0-9] [0-9] ( [02468] [48] | [13579] [26] | [2468] "0" ) | ( [02468] [048] | [13579] [26] ) "00" )';
+const DATE =
+  '( [0-9]{4} "-" ( ( "01" | "03" | "05" | "07" | "08" | "10" | "12" ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] )' +
+  ' | ( "04" | "06" | "09" | "11" ) "-" ( "0" [1-9] | [12] [0-9] | "30" )' +
+  ' | "02" "-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) )' +
+  ` | ${LEAP_YEAR} "-02-29" )`;
+const TIME = `( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]+ )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )`;
+const OCTET = '( "25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9]? [0-9] )';
+
+const FORMATS: Record<string, string> = {
+  date: DATE,
+  time: TIME,
+  "date-time": `${DATE} "T" ${TIME}`,
+  uuid: `${HEX}{8} "-" ${HEX}{4} "-" ${HEX}{4} "-" ${HEX}{4} "-" ${HEX}{12}`,
+  ipv4: `${OCTET} "." ${OCTET} "." ${OCTET} "." ${OCTET}`,
+  ipv6: `${HEX}{1,4} ( ":" ${HEX}{1,4} ){7}`,
+  email: `[a-zA-Z0-9_+-]+ ( "." [a-zA-Z0-9_+-]+ )* "@" ${LABEL} ( "." ${LABEL} ){1,2}`,
+  hostname: `${LABEL} ( "." ${LABEL} ){0,2}`,
+  uri: `[a-zA-Z] [a-zA-Z0-9+.-]* "://" ${LABEL} ( "." ${LABEL} ){0,2} ( ":" [0-9]{1,5} )? ( "/" [a-zA-Z0-9._~!$&'()*+,;=:@-]* )*`,
+};
+
+export function formatGrammar(name: string): string | null {
+  return FORMATS[name] ?? null;
+}

@@ -1,0 +1,185 @@
+/**
+ * The JSON Schema front end (issue 12) against independent oracles:
+ *   - ajv (with ajv-formats), the standard JSON Schema validator: every text sampled from a
+ *     compiled schema validates, and instance verdicts agree;
+ *   - llama.cpp's own JSON Schema test cases (../shared/peer-suites/llamacpp-schema-cases.json): every
+ *     verdict agrees, except where llama.cpp departs from JSON Schema (ajv decides, and each such
+ *     string is listed below with the reason);
+ * plus positioned diagnostics (error code, JSON pointer, line:col) and --lenient.
+ * Verdicts go through the compiled .wasm (Spec.feed), the same automaton a decoder runs.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import Ajv from "ajv";
+import Ajv2020 from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import { describe, expect, it } from "vitest";
+import { compileToWasm } from "../../compiler/compile.js";
+import { SpecError } from "../../compiler/diagnostics.js";
+import { compileJsonSchema, intRange, jsonSchemaToGbnf } from "../../compiler/jsonschema/index.js";
+import { sampleSentence, seededRandom } from "../../compiler/grammar/index.js";
+import { Spec } from "../../bindings/spec.js";
+
+const root = join(import.meta.dirname, "..", "..");
+
+function validator(schema: object): (data: unknown) => boolean {
+  const s = schema as { $schema?: string };
+  const ajv = s.$schema?.includes("2020-12") ? new Ajv2020({ strict: false }) : new Ajv({ strict: false });
+  (addFormats as unknown as (a: unknown) => void)(ajv);
+  const v = ajv.compile(schema);
+  return (d) => v(d) as boolean;
+}
+
+function ajvVerdict(validate: (d: unknown) => boolean, text: string): boolean {
+  let data: unknown;
+  try { data = JSON.parse(text); } catch { return false; }
+  return validate(data);
+}
+
+async function speccOf(schema: string | object, file = "t.schema.json") {
+  const c = compileJsonSchema(typeof schema === "string" ? schema : JSON.stringify(schema), file);
+  const spec = await Spec.load(compileToWasm(c));
+  const accepts = (t: string) => { const m = spec.matcher(); const r = m.feed(t); return r.ok && m.accepting; };
+  return { c, accepts };
+}
+
+describe("llama.cpp's JSON Schema cases", () => {
+  const data = JSON.parse(readFileSync(join(root, "..", "shared", "peer-suites", "llamacpp-schema-cases.json"), "utf8")) as {
+    cases: { name: string; schema: string; pass: string[]; fail: string[] }[];
+  };
+  /** Where llama.cpp is stricter than JSON Schema: ajv accepts these, and so does specc. */
+  const LLAMACPP_NOT_JSON_SCHEMA: Record<string, string> = {
+    "min 0|100000000000000000000000000000000": "llama.cpp caps bounded integers at 16 digits",
+    "min 2|12345678900000000": "llama.cpp caps bounded integers at 16 digits",
+    "empty schema (object)|[]": "llama.cpp reads {} as any object; JSON Schema's {} accepts every value",
+    "empty schema (object)|null": "the same",
+    'empty schema (object)|""': "the same",
+    "empty schema (object)|true": "the same",
+    "min+max items|1": "without \"type\", array keywords do not apply to a number",
+    "object properties|{ \"number\": 1600, \"street_name\": \"Pennsylvania\", \"street_type\":\"Avenue\", \"direction\":\"NW\"}": "llama.cpp forbids additional properties by default; JSON Schema allows them",
+  };
+  /** Schemas specc refuses (an honest compile error, never a looser grammar). */
+  const REFUSED: Record<string, string> = { "required props": "uniqueItems" };
+
+  for (const c of data.cases) {
+    it(c.name, async () => {
+      const validate = validator(JSON.parse(c.schema) as object);
+      let s: Awaited<ReturnType<typeof speccOf>>;
+      try {
+        s = await speccOf(c.schema);
+      } catch (e) {
+        expect(e).toBeInstanceOf(SpecError);
+        expect((e as SpecError).code).toBe("E0902");
+        expect((e as SpecError).message).toContain(REFUSED[c.name] ?? "(not expected to be refused)");
+        return;
+      }
+      expect(REFUSED[c.name]).toBeUndefined();
+      for (const [list, llama] of [[c.pass, true], [c.fail, false]] as const) {
+        for (const t of list) {
+          const ajv = ajvVerdict(validate, t);
+          const known = LLAMACPP_NOT_JSON_SCHEMA[`${c.name}|${t}`];
+          if (known) expect({ t, ajv, llama }).toEqual({ t, ajv: !llama, llama });
+          expect({ t, specc: s.accepts(t) }).toEqual({ t, specc: known ? ajv : llama });
+        }
+      }
+    });
+  }
+});
+
+describe("texts sampled from a compiled schema validate with ajv", () => {
+  const schemas = ["tool-call", "tree", "event"].map((n) => join(root, "examples", "schemas", `${n}.schema.json`));
+  for (const f of schemas) {
+    it(f.split("/").pop()!, () => {
+      const text = readFileSync(f, "utf8");
+      const validate = validator(JSON.parse(text) as object);
+      const c = compileJsonSchema(text, f);
+      const random = seededRandom(7);
+      let n = 0;
+      for (let i = 0; i < 300; i++) {
+        const s = sampleSentence(c.grammar.cfg, { random, depth: 6, maxBytes: 4000 });
+        if (!s) continue;
+        const t = new TextDecoder().decode(s);
+        n++;
+        expect({ t, valid: ajvVerdict(validate, t) }).toEqual({ t, valid: true });
+      }
+      expect(n).toBeGreaterThan(100);
+    });
+  }
+});
+
+describe("instance verdicts agree with ajv", () => {
+  const cases: { schema: object; texts: string[] }[] = [
+    { schema: { type: "integer", minimum: -5, exclusiveMaximum: 120 }, texts: ["-6", "-5", "0", "7", "119", "120", "-0", "1.0", "01"] },
+    { schema: { type: "number", exclusiveMinimum: 0 }, texts: ["0", "0.0", "0.001", "1e-9", "-1", "3", "0e5"] },
+    { schema: { type: "string", minLength: 2, maxLength: 3 }, texts: ['"a"', '"ab"', '"abc"', '"abcd"', '"\\n\\t"', '"é€"'] },
+    { schema: { type: "string", pattern: "^[A-Z]{2}-\\d{3}$" }, texts: ['"AB-123"', '"AB-12"', '"ab-123"', '"XAB-123"'] },
+    { schema: { type: "string", pattern: "a+b" }, texts: ['"aab"', '"xxabyy"', '"ba"', '""'] },
+    { schema: { type: "string", format: "date" }, texts: ['"2024-02-29"', '"2023-02-29"', '"1900-02-29"', '"2000-02-29"', '"2024-13-01"', '"2024-04-31"'] },
+    { schema: { type: "string", format: "ipv4" }, texts: ['"1.2.3.4"', '"255.255.255.255"', '"256.1.1.1"', '"01.2.3.4"'] },
+    { schema: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "array", prefixItems: [{ type: "integer" }, { type: "string" }], items: false, minItems: 1 }, texts: ["[]", "[1]", '[1,"a"]', '[1,"a",2]', '["a"]'] },
+    { schema: { type: "array", items: { type: "boolean" }, minItems: 2, maxItems: 3 }, texts: ["[true]", "[true,false]", "[true,false,true]", "[true,true,true,true]"] },
+    { schema: { type: "object", properties: { a: { const: 1 }, b: { enum: ["x", null] } }, required: ["a"], additionalProperties: { type: "integer" } }, texts: ['{"a":1}', '{"a":2}', '{"a":1,"b":null}', '{"a":1,"c":5}', '{"a":1,"c":"5"}', '{"a":1,"b":"x","zz":1}', "{}"] },
+    { schema: { anyOf: [{ type: "string" }, { type: "array", items: { $ref: "#" } }] }, texts: ['"x"', '["x",["y",[]]]', "[1]", "null"] },
+    { schema: { allOf: [{ type: "object", properties: { a: { type: "integer" } }, required: ["a"] }, { properties: { b: { type: "string" } }, required: ["b"] }] }, texts: ['{"a":1,"b":"x"}', '{"a":1}', '{"b":"x"}'] },
+    { schema: { oneOf: [{ type: "integer" }, { type: "string" }] }, texts: ["1", '"1"', "1.5", "true"] },
+  ];
+  for (const { schema, texts } of cases) {
+    it(JSON.stringify(schema).slice(0, 90), async () => {
+      const validate = validator(schema);
+      const s = await speccOf(schema);
+      for (const t of texts) {
+        const ajv = ajvVerdict(validate, t);
+        const specc = s.accepts(t);
+        // Never looser: specc accepts only what ajv accepts. Stricter only where the module note
+        // says (canonical spellings): "-0" and "1.0" as integers.
+        if (specc) expect({ t, ajv }).toEqual({ t, ajv: true });
+        if (!["-0", "1.0", "0e5"].includes(t)) expect({ t, specc }).toEqual({ t, specc: ajv });
+      }
+    });
+  }
+});
+
+describe("integer ranges are exact", () => {
+  it("every n in [-1200, 1200] against every bound pair from a sample", async () => {
+    const bounds: [number | null, number | null][] = [[0, null], [null, 0], [7, 7], [-13, 250], [99, 1001], [null, -100], [-1000, -10], [5, 9], [10, 99]];
+    for (const [a, b] of bounds) {
+      const schema = { type: "integer", ...(a === null ? {} : { minimum: a }), ...(b === null ? {} : { maximum: b }) };
+      const s = await speccOf(schema);
+      for (let n = -1200; n <= 1200; n++) {
+        const want = (a === null || n >= a) && (b === null || n <= b);
+        if (s.accepts(String(n)) !== want) expect({ a, b, n, accepted: !want }).toEqual({ a, b, n, accepted: want });
+      }
+    }
+    expect(intRange(0n, 0n)).toBe('"0"');
+  });
+});
+
+describe("diagnostics", () => {
+  it("an unsupported keyword is E0902 with its JSON pointer and line:col; --lenient makes it a warning", () => {
+    const text = '{\n  "type": "object",\n  "properties": {\n    "d": { "type": "string", "format": "idn-email" }\n  }\n}\n';
+    let err: SpecError | undefined;
+    try { compileJsonSchema(text, "bad.schema.json"); } catch (e) { err = e as SpecError; }
+    expect(err?.code).toBe("E0902");
+    expect(err?.message).toContain("/properties/d/format");
+    expect(err?.span).toMatchObject({ file: "bad.schema.json", line: 4, col: 30 });
+    const g = compileJsonSchema(text, "bad.schema.json", { lenient: true });
+    expect(g.schemaWarnings.map((w) => w.code)).toEqual(["E0902"]);
+  });
+
+  it("invalid JSON, an unknown type, an unresolvable $ref and an unsatisfiable schema", () => {
+    const code = (t: string) => { try { jsonSchemaToGbnf(t, "x.schema.json"); return "none"; } catch (e) { return (e as SpecError).code; } };
+    expect(code('{"type": "object",}')).toBe("E0901");
+    expect(code('{"type": "strnig"}')).toBe("E0903");
+    expect(code('{"$ref": "#/$defs/missing"}')).toBe("E0905");
+    expect(code("false")).toBe("E0904");
+    expect(code('{"type": "integer", "minimum": 5, "maximum": 4}')).toBe("E0904");
+    expect(code('{"type": "object", "required": ["a"], "additionalProperties": false}')).toBe("E0904");
+  });
+
+  it("compact output has no whitespace between tokens", async () => {
+    const c = compileJsonSchema('{"type":"array","items":{"type":"integer"}}', "c.schema.json", { compact: true });
+    const spec = await Spec.load(compileToWasm(c));
+    const ok = (t: string) => { const m = spec.matcher(); const r = m.feed(t); return r.ok && m.accepting; };
+    expect([ok("[1,2]"), ok("[1, 2]")]).toEqual([true, false]);
+  });
+});
