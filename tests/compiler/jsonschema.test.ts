@@ -183,3 +183,26 @@ describe("diagnostics", () => {
     expect([ok("[1,2]"), ok("[1, 2]")]).toEqual([true, false]);
   });
 });
+
+describe("pattern: the regex front end agrees with JavaScript's RegExp", () => {
+  const patterns = [
+    "^[a-z]+$", "ab|cd", "^(ab|a)c?$", "^a{2,3}b*$", "\\d+", "^\\w+@\\w+$", "^[^a-c]{1,2}$", "x.y", "^\\s*$",
+    "^(?:foo|ba[rz])+$", "^[A-Z][a-z]*(?: [A-Z][a-z]*)*$", "^-?\\d+(\\.\\d+)?$", '^["\\\\]+$', "^\\u00e9+$", "^[\\d\\-]+$",
+    "c$", "^b", "^(a|b)*abb$", "^.{3}$", "^[\\w.-]+$",
+  ];
+  const alphabet = ["a", "b", "c", "d", "x", "y", "z", "A", "Z", "0", "7", "-", ".", " ", "@", '"', "\\", "é", "\n", "_"];
+  for (const p of patterns) {
+    it(p, async () => {
+      const re = new RegExp(p, "u");
+      const s = await speccOf({ type: "string", pattern: p });
+      const random = seededRandom(p.length * 31 + 7);
+      for (let i = 0; i < 400; i++) {
+        const n = Math.floor(random() * 7);
+        let str = "";
+        for (let k = 0; k < n; k++) str += alphabet[Math.floor(random() * alphabet.length)];
+        const t = JSON.stringify(str);
+        expect({ str, specc: s.accepts(t) }).toEqual({ str, specc: re.test(str) });
+      }
+    });
+  }
+});
