@@ -26,6 +26,7 @@ import { dirname, isAbsolute, join } from "node:path";
 import { SpecError, suggest } from "./diagnostics.js";
 import { decodeSource } from "./frontend/parse.js";
 import { parseGrammar } from "./grammar/index.js";
+import { MAX_BOUND, jsonSchemaToGbnf } from "./jsonschema/convert.js";
 import type { Behavior, ConstraintIR, ContentIR, Span, SpecIR, StateIR } from "./ir.js";
 import type { SExpr } from "./frontend/parse.js";
 
@@ -173,12 +174,12 @@ function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void, ctx: Lo
         else fail(new SpecError("E0207", `unknown flag ${f.kind === "atom" ? f.value : "(...)"}`, f.span,
           suggest(f.kind === "atom" ? f.value : "", KNOWN_FLAGS) ?? "the known flag is :env-input"));
       }
-    } else if ((key === ":output-constrs" || key === ":grammar" || key === ":grammar-text") && contentProp) {
+    } else if ((key === ":output-constrs" || GRAMMAR_KEYS.includes(key ?? "")) && contentProp) {
       fail(new SpecError("E0210", `state ${nameAtom.value} has a second content constraint`, prop.span,
-        "a state's content has one constraint: (:output-constrs ...), (:grammar ...) or (:grammar-text ...)"));
-    } else if (key === ":grammar" || key === ":grammar-text") {
+        "a state's content has one constraint: (:output-constrs ...), (:grammar ...), (:grammar-text ...), (:json-schema ...) or (:json-schema-text ...)"));
+    } else if (GRAMMAR_KEYS.includes(key ?? "")) {
       contentProp = prop;
-      const g = lowerGrammarContent(key, prop as List, args, ctx, fail);
+      const g = lowerGrammarContent(key!, prop as List, args, ctx, fail);
       if (g) content = g;
     } else if (key === ":output-constrs") {
       contentProp = prop;
@@ -192,7 +193,7 @@ function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void, ctx: Lo
       content = { kind: "oneOf", options: [...new Set(options)], span: prop.span };
     } else {
       fail(new SpecError("E0203", `unknown state property ${key ?? "(...)"}`, prop.span,
-        suggest(key ?? "", [":text", ":flags", ":output-constrs", ":grammar", ":grammar-text"]) ?? "known properties: :text, :flags, :output-constrs, :grammar, :grammar-text"));
+        suggest(key ?? "", [":text", ":flags", ":output-constrs", ...GRAMMAR_KEYS]) ?? `known properties: :text, :flags, :output-constrs, ${GRAMMAR_KEYS.join(", ")}`));
     }
   }
   if (marker === undefined) {
@@ -207,11 +208,20 @@ function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void, ctx: Lo
  * Grammar diagnostics keep their own positions: in the grammar file, or (inline) mapped back to the
  * character of the spec's string literal they are about.
  */
+const GRAMMAR_KEYS = [":grammar", ":grammar-text", ":json-schema", ":json-schema-text"];
+const GRAMMAR_USAGE: Record<string, string> = {
+  ":grammar": '(:grammar "grammars/json.gbnf" ["root"] [:max-depth 8])',
+  ":grammar-text": '(:grammar-text "root ::= [0-9]+" ["root"] [:max-depth 8])',
+  ":json-schema": '(:json-schema "schemas/args.schema.json" [:max-depth 8])',
+  ":json-schema-text": '(:json-schema-text "{\\"type\\": \\"integer\\"}" [:max-depth 8])',
+};
+
 function lowerGrammarContent(key: string, prop: List, args: SExpr[], ctx: LowerOptions & { file: string }, fail: (e: SpecError) => void): ContentIR | undefined {
-  const usage = key === ":grammar" ? '(:grammar "grammars/json.gbnf" ["root"] [:max-depth 8])' : '(:grammar-text "root ::= [0-9]+" ["root"] [:max-depth 8])';
+  const usage = GRAMMAR_USAGE[key]!;
+  const schema = key.startsWith(":json-schema");
   const src = args[0];
   if (!src || src.kind !== "atom" || src.type !== "string" || src.value.trim() === "") {
-    fail(new SpecError("E0210", `(${key} ...) takes a ${key === ":grammar" ? "grammar file name" : "grammar"} as a non-empty string`, (src ?? prop).span, usage));
+    fail(new SpecError("E0210", `(${key} ...) takes ${key.endsWith("-text") ? (schema ? "a JSON Schema" : "a grammar") : "a file name"} as a non-empty string`, (src ?? prop).span, usage));
     return undefined;
   }
   let start = "root";
@@ -219,7 +229,7 @@ function lowerGrammarContent(key: string, prop: List, args: SExpr[], ctx: LowerO
   let ok = true;
   for (let i = 1; i < args.length; i++) {
     const a = args[i]!;
-    if (i === 1 && a.kind === "atom" && a.type === "string") { start = a.value; continue; }
+    if (i === 1 && !schema && a.kind === "atom" && a.type === "string") { start = a.value; continue; }
     if (a.kind === "atom" && a.type === "keyword" && a.value === ":max-depth") {
       const n = args[i + 1];
       if (!n || n.kind !== "atom" || n.type !== "symbol" || !/^\d+$/.test(n.value) || Number(n.value) > MAX_GRAMMAR_DEPTH) {
@@ -234,7 +244,7 @@ function lowerGrammarContent(key: string, prop: List, args: SExpr[], ctx: LowerO
   }
   let text: string;
   let gfile: string;
-  const inline = key === ":grammar-text";
+  const inline = key.endsWith("-text");
   if (inline) {
     text = src.value;
     gfile = ctx.file;
@@ -257,9 +267,20 @@ function lowerGrammarContent(key: string, prop: List, args: SExpr[], ctx: LowerO
     }
     ctx.sources?.set(gfile, text);
   }
+  if (schema) {
+    // The schema becomes grammar text (compiler/jsonschema); its diagnostics point into the schema.
+    try {
+      text = jsonSchemaToGbnf(text, gfile).gbnf;
+    } catch (e) {
+      if (!(e instanceof SpecError)) throw e;
+      if (inline) remapInline(e, src);
+      fail(e);
+      return undefined;
+    }
+  }
   let cfg;
   try {
-    cfg = parseGrammar(text, gfile, { start });
+    cfg = parseGrammar(text, gfile, { start, limits: schema ? { maxRepeat: MAX_BOUND } : undefined });
   } catch (e) {
     if (!(e instanceof SpecError)) throw e;
     for (const err of [e, ...((e as SpecError & { more?: SpecError[] }).more ?? [])]) {
@@ -269,7 +290,8 @@ function lowerGrammarContent(key: string, prop: List, args: SExpr[], ctx: LowerO
     delete (e as SpecError & { more?: SpecError[] }).more;
     return undefined;
   }
-  if (inline) for (const w of cfg.warnings) remapInline(w, src);
+  if (schema) cfg.warnings.length = 0; // about the generated grammar text, which the user never wrote
+  else if (inline) for (const w of cfg.warnings) remapInline(w, src);
   if (!ok) return undefined;
   return { kind: "grammar", cfg, source: { file: gfile, inline, start }, maxDepth, span: prop.span };
 }

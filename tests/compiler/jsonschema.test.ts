@@ -14,7 +14,7 @@ import Ajv from "ajv";
 import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
-import { compileToWasm } from "../../compiler/compile.js";
+import { compileSource, compileToWasm } from "../../compiler/compile.js";
 import { SpecError } from "../../compiler/diagnostics.js";
 import { compileJsonSchema, intRange, jsonSchemaToGbnf } from "../../compiler/jsonschema/index.js";
 import { sampleSentence, seededRandom } from "../../compiler/grammar/index.js";
@@ -205,4 +205,33 @@ describe("pattern: the regex front end agrees with JavaScript's RegExp", () => {
       }
     });
   }
+});
+
+describe("JSON Schema as agent state content", () => {
+  const spec = (content: string) => `(define a
+  (:states
+    (Act (:text "Act:"))
+    (Args (:text "Args:") ${content})
+    (Done (:text "Done:")))
+  (:behavior (next Act Args Done)))`;
+
+  // Inside agent states grammar content is still a depth-bounded DFA (issue 12 part 2 is open): an
+  // object that allows additional properties nests arbitrary JSON, so the bound is given.
+  it("(:json-schema-text …) constrains the state's text; a marker ends it", async () => {
+    const c = compileSource(spec('(:json-schema-text "{\\"type\\": \\"object\\", \\"properties\\": {\\"n\\": {\\"type\\": \\"integer\\", \\"minimum\\": 3}}, \\"required\\": [\\"n\\"]}" :max-depth 2)'), "a.agent");
+    const s = await Spec.load(compileToWasm(c));
+    const run = (t: string) => { const m = s.matcher(); const r = m.feed(t); return r.ok && m.accepting; };
+    expect(run('Act: go\nArgs: {"n": 3}\nDone: ok')).toBe(true);
+    expect(run('Act: go\nArgs: {"n": 2}\nDone: ok')).toBe(false);
+    expect(run('Act: go\nArgs: {"m": 3}\nDone: ok')).toBe(false);
+  });
+
+  it("(:json-schema \"file\") reads the schema next to the spec; its errors point into the schema file", () => {
+    const c = compileSource(spec('(:json-schema "schemas/tool-call.schema.json")'), join(root, "examples", "x.agent"));
+    expect(c.ir.states[1]!.content.kind).toBe("grammar");
+    let err: SpecError | undefined;
+    try { compileSource(spec('(:json-schema-text "{\\"type\\": \\"string\\", \\"format\\": \\"idn-email\\"}")'), "b.agent"); } catch (e) { err = e as SpecError; }
+    expect(err?.code).toBe("E0902");
+    expect(err?.span).toMatchObject({ file: "b.agent", line: 4 });
+  });
 });

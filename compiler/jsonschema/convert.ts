@@ -1,0 +1,628 @@
+/**
+ * @fileoverview The JSON Schema front end proper (index.ts compiles its output): a schema (draft 2020-12, and the draft-04/06/07
+ * spellings real schemas use) → a GBNF grammar of exactly the JSON texts it accepts → the grammar
+ * pipeline (grammar/, a pushdown automaton: exact at any depth, recursive `$ref`s included).
+ *
+ * Never looser than the schema. A keyword specc cannot enforce exactly is an error E0902 with the
+ * JSON pointer of the keyword, unless `lenient` (then a warning names it and it is not enforced).
+ * Where exactness would cost more than it is worth, the grammar is *stricter* than the schema and
+ * says so here: strings are written with the escapes JSON needs and `\uXXXX` for non-surrogates
+ * (no surrogate-pair escapes), numbers in canonical form (no `-0`, integers without a fraction or
+ * exponent), properties in the order of `properties` followed by additional ones, additional
+ * property names without escapes, `format`s in the common strict spelling (e.g. `T` and `Z` upper
+ * case). Each of these only rejects texts an LLM rarely writes; none accepts a text the schema rejects.
+ *
+ * Whitespace between tokens is free up to `maxWhitespace` characters a run (unbounded runs let a
+ * model loop forever), or none with `compact`.
+ */
+import { SpecError } from "../diagnostics.js";
+import { formatGrammar } from "./formats.js";
+import { jsonSourceOf, parseJsonSource, pointerToken, spanOfPointer, type JsonSource } from "./json-source.js";
+import { regexToGbnf } from "./regex.js";
+
+export interface JsonSchemaOptions {
+  /** Relax what cannot be enforced exactly (a warning per keyword) instead of refusing it. */
+  lenient?: boolean;
+  /** No whitespace between tokens. */
+  compact?: boolean;
+  /** Longest whitespace run between two tokens (default 20). */
+  maxWhitespace?: number;
+}
+
+export interface JsonSchemaGrammar {
+  /** The grammar, root rule `root`. */
+  gbnf: string;
+  /** Relaxed keywords (lenient mode), positioned. */
+  warnings: SpecError[];
+}
+
+export const DEFAULT_MAX_WHITESPACE = 20;
+/** Longest string or array a bound may ask for (each unit of a bound is a rule of the grammar). */
+export const MAX_BOUND = 10_000;
+
+const TYPES = ["null", "boolean", "object", "array", "number", "integer", "string"] as const;
+type JType = (typeof TYPES)[number];
+
+/** Keywords that carry no validation (ignored), and unknown keywords (ignored, as JSON Schema does). */
+const ANNOTATIONS = new Set(["title", "description", "default", "examples", "$schema", "$id", "id", "$comment", "deprecated",
+  "readOnly", "writeOnly", "$anchor", "$dynamicAnchor", "contentMediaType", "contentEncoding", "$defs", "definitions", "discriminator",
+  "nullable" /* OpenAPI; not JSON Schema: ignoring it only forbids null */, "example", "x-order"]);
+/** Validation keywords this front end handles (beside $ref, the combinators and type). */
+const HANDLED = new Set(["type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
+  "additionalItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
+  "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref", "minProperties", "maxProperties",
+  "uniqueItems", "multipleOf", "patternProperties", "propertyNames", "not", "if", "then", "else", "contains",
+  "minContains", "maxContains", "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
+  "unevaluatedItems", "$dynamicRef", "$recursiveRef"]);
+
+type Schema = boolean | Record<string, unknown>;
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** A GBNF string literal for `s` (characters as they are, quotes, backslashes and controls escaped). */
+export function gbnfLit(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    if (ch === '"' || ch === "\\") out += "\\" + ch;
+    else if (c < 0x20 || c === 0x7f) out += "\\x" + c.toString(16).padStart(2, "0");
+    else out += ch;
+  }
+  return out + '"';
+}
+
+/** The GBNF for exactly the canonical JSON text of `v` (whitespace allowed between tokens). */
+function constGbnf(v: unknown): string {
+  if (v === null || typeof v === "boolean" || typeof v === "number" || typeof v === "string") return gbnfLit(JSON.stringify(v));
+  if (Array.isArray(v)) return v.length === 0 ? '"[" ws "]"' : `"[" ws ${v.map(constGbnf).join(' ws "," ws ')} ws "]"`;
+  const entries = Object.entries(v as Record<string, unknown>);
+  if (entries.length === 0) return '"{" ws "}"';
+  return `"{" ws ${entries.map(([k, x]) => `${gbnfLit(JSON.stringify(k))} ws ":" ws ${constGbnf(x)}`).join(' ws "," ws ')} ws "}"`;
+}
+
+const jsonEqual = (a: unknown, b: unknown): boolean => JSON.stringify(canon(a)) === JSON.stringify(canon(b));
+function canon(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(canon);
+  if (isObj(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon(v[k])]));
+  return v;
+}
+
+function typeOfValue(v: unknown): JType {
+  if (v === null) return "null";
+  if (typeof v === "boolean") return "boolean";
+  if (typeof v === "string") return "string";
+  if (typeof v === "number") return Number.isInteger(v) ? "integer" : "number";
+  return Array.isArray(v) ? "array" : "object";
+}
+
+class Converter {
+  private readonly rules = new Map<string, string>();
+  private readonly refRules = new Map<string, string>();
+  private readonly inProgress = new Set<string>();
+  private n = 0;
+  readonly warnings: SpecError[] = [];
+
+  constructor(private readonly src: JsonSource, private readonly opts: JsonSchemaOptions) {}
+
+  grammar(): string {
+    const root = this.expr(this.src.value, "");
+    const ws = this.opts.compact ? '""' : `[ \\t\\n\\r]{0,${this.opts.maxWhitespace ?? DEFAULT_MAX_WHITESPACE}}`;
+    const lines = [`root ::= ${root}`, ...[...this.rules].map(([k, v]) => `${k} ::= ${v}`), `ws ::= ${ws}`, ...BASE];
+    return lines.join("\n") + "\n";
+  }
+
+  // ---- diagnostics ----
+  private error(code: "E0902" | "E0903" | "E0904" | "E0905", msg: string, ptr: string, hint?: string): SpecError {
+    return new SpecError(code, `${msg} (at ${ptr || "/"})`, spanOfPointer(this.src, ptr), hint);
+  }
+  /** A keyword that cannot be enforced: an error, or in lenient mode a warning and `true`. */
+  private relax(keyword: string, ptr: string, why: string): true {
+    const e = this.error("E0902", `${keyword}: ${why}`, `${ptr}/${pointerToken(keyword)}`, this.opts.lenient
+      ? "--lenient: this keyword is not enforced, so the output may violate it"
+      : "specc never compiles a schema looser than it is; pass --lenient to drop this keyword with a warning");
+    if (!this.opts.lenient) throw e;
+    this.warnings.push(e);
+    return true;
+  }
+
+  private fresh(): string {
+    return `s${++this.n}`;
+  }
+  private define(body: string): string {
+    const name = this.fresh();
+    this.rules.set(name, body);
+    return name;
+  }
+
+  // ---- schemas ----
+  /** A GBNF expression (a rule name or a parenthesized group) for the schema at `ptr`. */
+  expr(s: unknown, ptr: string): string {
+    if (s === true) return "value";
+    if (s === false) throw this.error("E0904", "the schema false accepts nothing", ptr);
+    if (!isObj(s)) throw this.error("E0903", `a schema is an object or a boolean, not ${JSON.stringify(s)?.slice(0, 40)}`, ptr);
+    if (typeof s["$ref"] === "string") return this.ref(s, ptr);
+    for (const k of ["$dynamicRef", "$recursiveRef"]) if (k in s) this.relax(k, ptr, "dynamic references are not supported");
+    if (Array.isArray(s["allOf"])) return this.expr(this.mergeAll(s, ptr), ptr);
+    for (const k of ["anyOf", "oneOf"] as const) {
+      if (k in s) {
+        const branches = s[k];
+        if (!Array.isArray(branches) || branches.length === 0) throw this.error("E0903", `${k} takes a non-empty array of schemas`, `${ptr}/${k}`);
+        const rest = Object.fromEntries(Object.entries(s).filter(([key]) => key !== k));
+        if (k === "oneOf") this.checkDisjoint(branches, `${ptr}/${k}`);
+        const alts = branches.map((b, i) => {
+          const bp = `${ptr}/${k}/${i}`;
+          const merged = hasValidation(rest) ? this.merge(rest, this.deref(b, bp), ptr, bp) : b;
+          return this.expr(merged, bp);
+        });
+        return alts.length === 1 ? alts[0]! : this.define(alts.join(" | "));
+      }
+    }
+    for (const k of ["not", "if", "then", "else", "dependentSchemas", "dependencies", "dependentRequired", "unevaluatedProperties", "unevaluatedItems", "propertyNames", "contains", "minContains", "maxContains"]) {
+      if (k in s) {
+        if (k === "unevaluatedProperties" || k === "unevaluatedItems") { if (s[k] === true) continue; }
+        this.relax(k, ptr, "not supported by specc's JSON Schema front end");
+      }
+    }
+    if ("const" in s || "enum" in s) return this.enumExpr(s, ptr);
+    const types = this.types(s, ptr);
+    const alts: string[] = [];
+    if (types.has("null")) alts.push('"null"');
+    if (types.has("boolean")) alts.push('("true" | "false")');
+    if (types.has("number")) alts.push(this.number(s, ptr, false));
+    else if (types.has("integer")) alts.push(this.number(s, ptr, true));
+    if (types.has("string")) alts.push(this.string(s, ptr));
+    if (types.has("array")) alts.push(this.array(s, ptr));
+    if (types.has("object")) alts.push(this.object(s, ptr));
+    if (alts.length === 0) throw this.error("E0904", "no JSON value has one of these types", `${ptr}/type`);
+    return alts.length === 1 ? alts[0]! : this.define(alts.join(" | "));
+  }
+
+  private types(s: Record<string, unknown>, ptr: string): Set<JType> {
+    const t = s["type"];
+    if (t === undefined) return new Set(TYPES);
+    const list = Array.isArray(t) ? t : [t];
+    for (const x of list) {
+      if (!(TYPES as readonly unknown[]).includes(x)) throw this.error("E0903", `unknown type ${JSON.stringify(x)}`, `${ptr}/type`, `types: ${TYPES.join(", ")}`);
+    }
+    return new Set(list as JType[]);
+  }
+
+  private ref(s: Record<string, unknown>, ptr: string): string {
+    const target = s["$ref"] as string;
+    const others = Object.keys(s).filter((k) => k !== "$ref" && !ANNOTATIONS.has(k) && HANDLED.has(k));
+    if (others.length) {
+      // Draft 2019+ applies $ref's siblings too: merge them with the target.
+      return this.expr(this.merge(Object.fromEntries(others.map((k) => [k, s[k]])), this.deref(s, ptr), ptr, ptr), ptr);
+    }
+    const tptr = this.resolve(target, `${ptr}/$ref`);
+    let name = this.refRules.get(tptr);
+    if (name === undefined) {
+      name = this.fresh();
+      this.refRules.set(tptr, name);
+      this.rules.set(name, "");
+      this.rules.set(name, this.expr(this.at(tptr, `${ptr}/$ref`), tptr));
+    }
+    return name;
+  }
+
+  /** A local reference (`#`, `#/$defs/x`, any `#/…` pointer) to its JSON pointer. */
+  private resolve(ref: string, ptr: string): string {
+    if (!ref.startsWith("#")) throw this.error("E0905", `only local references (#/…) are supported, not ${JSON.stringify(ref)}`, ptr);
+    const p = decodeURIComponent(ref.slice(1));
+    if (p !== "" && !p.startsWith("/")) throw this.error("E0905", `unsupported reference ${JSON.stringify(ref)} (anchors are not supported)`, ptr);
+    this.at(p, ptr);
+    return p;
+  }
+
+  private at(p: string, refPtr: string): unknown {
+    let v: unknown = this.src.value;
+    for (const tok of p.split("/").slice(1)) {
+      const k = tok.replace(/~1/g, "/").replace(/~0/g, "~");
+      if (Array.isArray(v)) v = v[Number(k)];
+      else if (isObj(v)) v = v[k];
+      else v = undefined;
+      if (v === undefined) throw this.error("E0905", `$ref #${p} points at nothing`, refPtr);
+    }
+    return v;
+  }
+
+  /** The schema a `$ref` stands for (followed to a non-$ref schema), for merging. */
+  private deref(s: unknown, ptr: string, depth = 0): Schema {
+    if (isObj(s) && typeof s["$ref"] === "string" && depth < 32) {
+      const p = this.resolve(s["$ref"], `${ptr}/$ref`);
+      if (this.inProgress.has(p)) throw this.error("E0903", "a recursive $ref inside allOf/anyOf with sibling keywords cannot be merged", ptr);
+      return this.deref(this.at(p, ptr), p, depth + 1);
+    }
+    if (typeof s === "boolean" || isObj(s)) return s;
+    throw this.error("E0903", "a schema is an object or a boolean", ptr);
+  }
+
+  private mergeAll(s: Record<string, unknown>, ptr: string): Schema {
+    const parts = s["allOf"] as unknown[];
+    let acc: Schema = Object.fromEntries(Object.entries(s).filter(([k]) => k !== "allOf"));
+    parts.forEach((p, i) => { acc = this.merge(acc, this.deref(p, `${ptr}/allOf/${i}`), ptr, `${ptr}/allOf/${i}`); });
+    return acc;
+  }
+
+  /** allOf of two schemas as one schema, where that is exact; else an error (lenient: the first wins on conflicts). */
+  private merge(a0: Schema, b0: Schema, ptr: string, bptr: string): Schema {
+    const a = isObj(a0) && Array.isArray(a0["allOf"]) ? this.mergeAll(a0, ptr) : a0;
+    const b = isObj(b0) && Array.isArray(b0["allOf"]) ? this.mergeAll(b0, bptr) : b0;
+    if (a === false || b === false) return false;
+    if (a === true) return b;
+    if (b === true) return a;
+    const out: Record<string, unknown> = { ...a };
+    for (const [k, v] of Object.entries(b)) {
+      if (ANNOTATIONS.has(k) || !(k in out)) { if (!ANNOTATIONS.has(k)) out[k] = v; continue; }
+      const u = out[k];
+      if (jsonEqual(u, v)) continue;
+      switch (k) {
+        case "type": {
+          const ta = new Set(Array.isArray(u) ? u : [u]);
+          const tb = new Set(Array.isArray(v) ? v : [v]);
+          const both = [...ta].filter((t) => tb.has(t) || (t === "integer" && tb.has("number")));
+          for (const t of tb) if (t === "integer" && ta.has("number") && !both.includes("integer")) both.push("integer");
+          out[k] = both;
+          break;
+        }
+        case "required": out[k] = [...new Set([...(u as string[]), ...(v as string[])])]; break;
+        case "properties": {
+          const pa = u as Record<string, unknown>;
+          const pb = v as Record<string, unknown>;
+          const props: Record<string, unknown> = { ...pa };
+          for (const [pk, pv] of Object.entries(pb)) props[pk] = pk in pa ? { allOf: [pa[pk], pv] } : pv;
+          if ((out["additionalProperties"] !== undefined && out["additionalProperties"] !== true) || (b["additionalProperties"] !== undefined && b["additionalProperties"] !== true)) {
+            this.relax("allOf", ptr, "merging object schemas whose additionalProperties differ is not supported");
+          }
+          out[k] = props;
+          break;
+        }
+        case "minimum": case "exclusiveMinimum": case "minLength": case "minItems": case "minProperties":
+          out[k] = Math.max(u as number, v as number); break;
+        case "maximum": case "exclusiveMaximum": case "maxLength": case "maxItems": case "maxProperties":
+          out[k] = Math.min(u as number, v as number); break;
+        case "enum": out[k] = (u as unknown[]).filter((x) => (v as unknown[]).some((y) => jsonEqual(x, y))); break;
+        case "items": case "additionalProperties":
+          out[k] = { allOf: [u, v] }; break;
+        default:
+          this.relax("allOf", ptr, `the subschemas disagree on ${k}, which specc cannot merge`);
+      }
+    }
+    return out;
+  }
+
+  /** oneOf is anyOf when no value can satisfy two branches; specc proves it by their JSON types or a distinguishing const. */
+  private checkDisjoint(branches: unknown[], ptr: string): void {
+    const typesOf = (b: unknown): Set<string> | null => {
+      const d = isObj(b) && typeof b["$ref"] === "string" ? this.deref(b, ptr) : b;
+      if (!isObj(d)) return null;
+      if ("const" in d) return new Set([typeOfValue(d["const"])]);
+      if (Array.isArray(d["enum"])) return new Set((d["enum"] as unknown[]).map(typeOfValue));
+      const t = d["type"];
+      if (t === undefined) return null;
+      const s = new Set(Array.isArray(t) ? (t as string[]) : [t as string]);
+      if (s.has("number")) s.add("integer");
+      return s;
+    };
+    const sets = branches.map(typesOf);
+    let disjoint = sets.every((s) => s !== null);
+    for (let i = 0; disjoint && i < sets.length; i++) {
+      for (let j = i + 1; j < sets.length; j++) if ([...sets[i]!].some((t) => sets[j]!.has(t) || (t === "integer" && sets[j]!.has("number")))) disjoint = false;
+    }
+    if (disjoint) return;
+    // Objects told apart by one property with a different const in every branch.
+    const objs = branches.map((b) => (isObj(b) ? this.deref(b, ptr) : b));
+    if (objs.every(isObj)) {
+      const props = objs.map((o) => (isObj((o as Record<string, unknown>)["properties"]) ? (o as Record<string, unknown>)["properties"] as Record<string, unknown> : {}));
+      for (const key of Object.keys(props[0]!)) {
+        const consts = objs.map((o, i) => {
+          const p = props[i]![key];
+          const req = Array.isArray((o as Record<string, unknown>)["required"]) && ((o as Record<string, unknown>)["required"] as string[]).includes(key);
+          return req && isObj(p) && "const" in p ? JSON.stringify(p["const"]) : undefined;
+        });
+        if (consts.every((c) => c !== undefined) && new Set(consts).size === consts.length) return;
+      }
+    }
+    this.relax("oneOf", ptr.slice(0, ptr.lastIndexOf("/")), "specc cannot prove that no value satisfies two branches (exactly one must hold)");
+  }
+
+  private enumExpr(s: Record<string, unknown>, ptr: string): string {
+    let values: unknown[];
+    if ("const" in s) values = [s["const"]];
+    else if (Array.isArray(s["enum"])) values = s["enum"] as unknown[];
+    else throw this.error("E0903", "enum takes an array", `${ptr}/enum`);
+    if ("const" in s && Array.isArray(s["enum"])) values = values.filter((v) => (s["enum"] as unknown[]).some((e) => jsonEqual(e, v)));
+    if (s["type"] !== undefined) {
+      const types = this.types(s, ptr);
+      values = values.filter((v) => { const t = typeOfValue(v); return types.has(t) || (t === "integer" && types.has("number")); });
+    }
+    const others = Object.keys(s).filter((k) => HANDLED.has(k) && !["const", "enum", "type"].includes(k));
+    for (const k of others) this.relax(k, ptr, "beside enum/const, other keywords are not checked against the values");
+    if (values.length === 0) throw this.error("E0904", "no value satisfies enum/const (and type)", ptr);
+    return this.define(values.map(constGbnf).join(" | "));
+  }
+
+  // ---- numbers ----
+  private number(s: Record<string, unknown>, ptr: string, integer: boolean): string {
+    const mo = s["multipleOf"];
+    if (mo !== undefined && !(integer && mo === 1)) {
+      if (!(integer && typeof mo === "number" && Number.isInteger(mo))) this.relax("multipleOf", ptr, "not supported");
+      else this.relax("multipleOf", ptr, "not supported");
+    }
+    let lo: number | null = null;
+    let hi: number | null = null;
+    let loX = false;
+    let hiX = false;
+    const num = (k: string): number | null => {
+      const v = s[k];
+      if (v === undefined) return null;
+      if (typeof v === "boolean") return null; // draft-04 exclusiveMinimum: true is read with minimum below
+      if (typeof v !== "number" || !Number.isFinite(v)) throw this.error("E0903", `${k} takes a number`, `${ptr}/${k}`);
+      return v;
+    };
+    const mn = num("minimum");
+    const mx = num("maximum");
+    const emn = num("exclusiveMinimum");
+    const emx = num("exclusiveMaximum");
+    if (mn !== null) { lo = mn; loX = s["exclusiveMinimum"] === true; }
+    if (emn !== null && (lo === null || emn >= lo)) { lo = emn; loX = true; }
+    if (mx !== null) { hi = mx; hiX = s["exclusiveMaximum"] === true; }
+    if (emx !== null && (hi === null || emx <= hi)) { hi = emx; hiX = true; }
+    if (integer) {
+      const a = lo === null ? null : BigInt(loX ? Math.floor(lo) + 1 : Math.ceil(lo));
+      const b = hi === null ? null : BigInt(hiX ? Math.ceil(hi) - 1 : Math.floor(hi));
+      if (a !== null && b !== null && a > b) throw this.error("E0904", "no integer lies between the bounds", ptr);
+      if (a === null && b === null) return "integer";
+      return this.define(intRange(a, b));
+    }
+    if (lo === null && hi === null) return "number";
+    if (hi === null && lo === 0) return loX ? "posnumber" : "nonnegnumber";
+    for (const k of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]) if (k in s) this.relax(k, ptr, "bounds on non-integer numbers are supported only as minimum 0 / exclusiveMinimum 0");
+    return "number";
+  }
+
+  // ---- strings ----
+  private string(s: Record<string, unknown>, ptr: string): string {
+    const minL = this.count(s, "minLength", ptr) ?? 0;
+    const maxL = this.count(s, "maxLength", ptr);
+    if (maxL !== null && minL > maxL) throw this.error("E0904", "minLength is larger than maxLength", ptr);
+    const pattern = s["pattern"];
+    const format = s["format"];
+    if (typeof format === "string") {
+      const g = formatGrammar(format);
+      if (g === null) this.relax("format", ptr, `format ${JSON.stringify(format)} is not supported`);
+      else {
+        if (pattern !== undefined) this.relax("pattern", ptr, "pattern together with format is not supported");
+        if (minL > 0 || maxL !== null) this.relax(minL > 0 ? "minLength" : "maxLength", ptr, "length bounds together with format are not supported");
+        return this.define(`"\\"" ${g} "\\""`);
+      }
+    }
+    if (typeof pattern === "string") {
+      const r = regexToGbnf(pattern);
+      if ("error" in r) this.relax("pattern", ptr, r.error);
+      else {
+        if (minL > 0 || maxL !== null) this.relax(minL > 0 ? "minLength" : "maxLength", ptr, "length bounds together with pattern are not supported");
+        return this.define(`"\\"" ${r.gbnf} "\\""`);
+      }
+    }
+    if (minL === 0 && maxL === null) return "string";
+    return this.define(`"\\"" char{${minL},${maxL ?? ""}} "\\""`);
+  }
+
+  private count(s: Record<string, unknown>, k: string, ptr: string): number | null {
+    const v = s[k];
+    if (v === undefined) return null;
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 0) throw this.error("E0903", `${k} takes a non-negative integer`, `${ptr}/${k}`);
+    if (v > MAX_BOUND) {
+      if (k.startsWith("max")) { this.relax(k, ptr, `bounds above ${MAX_BOUND} are not supported`); return null; }
+      throw this.error("E0902", `${k} ${v} is above the largest supported bound ${MAX_BOUND}`, `${ptr}/${k}`);
+    }
+    return v;
+  }
+
+  // ---- arrays ----
+  private array(s: Record<string, unknown>, ptr: string): string {
+    if (s["uniqueItems"] === true) this.relax("uniqueItems", ptr, "not supported");
+    let prefix: unknown[] = [];
+    let rest: unknown = true;
+    let restPtr = `${ptr}/items`;
+    if (Array.isArray(s["prefixItems"])) {
+      prefix = s["prefixItems"] as unknown[];
+      if ("items" in s) rest = s["items"];
+    } else if (Array.isArray(s["items"])) {
+      prefix = s["items"] as unknown[]; // draft-04..07 tuple form
+      rest = "additionalItems" in s ? s["additionalItems"] : true;
+      restPtr = `${ptr}/additionalItems`;
+    } else if ("items" in s) rest = s["items"];
+    const minI = this.count(s, "minItems", ptr) ?? 0;
+    const maxI = this.count(s, "maxItems", ptr);
+    if (maxI !== null && minI > maxI) throw this.error("E0904", "minItems is larger than maxItems", ptr);
+    const prefixPtr = Array.isArray(s["prefixItems"]) ? `${ptr}/prefixItems` : `${ptr}/items`;
+    const p = prefix.map((x, i) => (i < (maxI ?? Infinity) ? this.expr(x, `${prefixPtr}/${i}`) : ""));
+    const restExpr = rest === false ? null : this.expr(rest, restPtr);
+    // Items from position i on (i items already written).
+    const from = (i: number): string => {
+      const sep = i === 0 ? "" : 'ws "," ws ';
+      const alts: string[] = [];
+      if (i >= minI) alts.push('""');
+      if (maxI !== null && i >= maxI) return alts.length ? '""' : "";
+      if (i < p.length) {
+        const next = from(i + 1);
+        if (next === "") return alts.length ? '""' : "";
+        alts.push(`${sep}${p[i]} ${next}`);
+        return alts.length === 1 ? alts[0]! : this.define(alts.join(" | "));
+      }
+      if (restExpr === null) return i >= minI ? '""' : "";
+      const lo = Math.max(0, minI - i);
+      const hi = maxI === null ? null : maxI - i;
+      if (hi === 0) return '""';
+      if (i === 0) {
+        // First item, then ("," item){lo-1, hi-1}.
+        const tail = `(ws "," ws ${restExpr}){${Math.max(0, lo - 1)},${hi === null ? "" : hi - 1}}`;
+        return lo === 0 ? `(${restExpr} ${tail})?` : `${restExpr} ${tail}`;
+      }
+      return `(ws "," ws ${restExpr}){${lo},${hi === null ? "" : hi}}`;
+    };
+    const body = from(0);
+    if (body === "") throw this.error("E0904", "no array satisfies the item bounds", ptr);
+    return this.define(`"[" ws ${body} ws "]"`);
+  }
+
+  // ---- objects ----
+  private object(s: Record<string, unknown>, ptr: string): string {
+    const props = isObj(s["properties"]) ? (s["properties"] as Record<string, unknown>) : {};
+    const required = Array.isArray(s["required"]) ? (s["required"] as unknown[]).filter((x): x is string => typeof x === "string") : [];
+    if (isObj(s["patternProperties"]) && Object.keys(s["patternProperties"] as object).length) this.relax("patternProperties", ptr, "not supported");
+    const additional = "additionalProperties" in s ? s["additionalProperties"] : true;
+    const keys = Object.keys(props);
+    for (const r of required) {
+      if (!(r in props)) {
+        if (additional === false) throw this.error("E0904", `required property ${JSON.stringify(r)} is not allowed by additionalProperties: false`, `${ptr}/required`);
+        keys.push(r);
+      }
+    }
+    const req = new Set(required);
+    const member = (k: string): string => {
+      const sch = k in props ? props[k] : additional;
+      const vp = k in props ? `${ptr}/properties/${pointerToken(k)}` : `${ptr}/additionalProperties`;
+      return `${gbnfLit(JSON.stringify(k))} ws ":" ws ${this.expr(sch, vp)}`;
+    };
+    const members = keys.map(member);
+    const extra = additional === false ? null : `${this.keyNotIn(keys)} ws ":" ws ${this.expr(additional, `${ptr}/additionalProperties`)}`;
+    const minP = this.count(s, "minProperties", ptr) ?? 0;
+    const maxP = this.count(s, "maxProperties", ptr);
+    if (minP > req.size && !(minP <= 1 && keys.length === 0 && extra !== null)) this.relax("minProperties", ptr, "only bounds that the required properties already satisfy are supported");
+    if (maxP !== null && (extra !== null || keys.length > maxP)) this.relax("maxProperties", ptr, "only bounds that the defined properties cannot exceed are supported");
+    const needNonEmpty = minP >= 1 && keys.length === 0 && extra !== null;
+    // Members from property i on; `first`: nothing written yet (no comma before the next).
+    const memo = new Map<string, string>();
+    const from = (i: number, first: boolean): string => {
+      const key = `${i}|${first}`;
+      const hit = memo.get(key);
+      if (hit !== undefined) return hit;
+      let out: string;
+      const sep = first ? "" : 'ws "," ws ';
+      if (i === keys.length) {
+        if (extra === null) out = '""';
+        else out = first ? (needNonEmpty ? `${extra} (ws "," ws ${extra})*` : `(${extra} (ws "," ws ${extra})*)?`) : `(ws "," ws ${extra})*`;
+      } else {
+        const take = `${sep}${members[i]} ${from(i + 1, false)}`;
+        out = req.has(keys[i]!) ? take : this.define(`${take} | ${from(i + 1, first)}`);
+      }
+      memo.set(key, out);
+      return out;
+    };
+    return this.define(`"{" ws ${from(0, true)} ws "}"`);
+  }
+
+  /** A JSON string (no escapes) that is none of `names`: a trie, left at the first difference. */
+  private keyNotIn(names: string[]): string {
+    if (names.length === 0) return "key";
+    interface Node { next: Map<string, Node>; end: boolean }
+    const root: Node = { next: new Map(), end: false };
+    for (const n of names) {
+      let x = root;
+      for (const ch of n) { let y = x.next.get(ch); if (!y) x.next.set(ch, (y = { next: new Map(), end: false })); x = y; }
+      x.end = true;
+    }
+    const cls = (chars: string[]) => `[^"\\\\\\u0000-\\u001f${chars.map((c) => (/[\]\\^-]/.test(c) ? "\\" + c : c.charCodeAt(0) < 0x20 ? "" : c)).join("")}]`;
+    const walk = (x: Node): string => {
+      // After the text so far (a prefix of some name): end here if that is not a name; or go on with
+      // a character no name continues with (then anything); or follow a name's next character.
+      const alts: string[] = [];
+      if (!x.end) alts.push('"\\""');
+      alts.push(`${cls([...x.next.keys()])} keychar* "\\""`);
+      for (const [ch, y] of x.next) alts.push(`${gbnfLit(ch)} ${walk(y)}`);
+      return this.define(alts.join(" | "));
+    };
+    return `"\\"" ${walk(root)}`;
+  }
+}
+
+function hasValidation(s: Record<string, unknown>): boolean {
+  return Object.keys(s).some((k) => HANDLED.has(k));
+}
+
+// ---- integer ranges ----
+
+/**
+ * Canonical integers n with a ≤ n ≤ b (null: unbounded) as GBNF alternatives: no leading zeros, no
+ * "-0". Ranges are split by sign, then by number of digits, then digit by digit.
+ */
+export function intRange(a: bigint | null, b: bigint | null): string {
+  const alts: string[] = [];
+  // Negative part: -m for m in [max(1, -b), -a].
+  if (a === null || a < 0n) {
+    const mLo = b === null || b >= 0n ? 1n : -b;
+    const mHi = a === null ? null : -a;
+    if (mHi === null || mLo <= mHi) for (const x of natRange(mLo, mHi)) alts.push(`"-" ${x}`);
+  }
+  if (b === null || b >= 0n) {
+    const lo = a === null || a < 0n ? 0n : a;
+    if (b === null || lo <= b) alts.push(...natRange(lo, b));
+  }
+  return alts.length ? alts.join(" | ") : '"0" "x"';
+}
+
+/** Naturals in [lo, hi] (hi null: unbounded), canonical decimal, as GBNF sequences. */
+function natRange(lo: bigint, hi: bigint | null): string[] {
+  const out: string[] = [];
+  if (lo === 0n) { out.push('"0"'); lo = 1n; if (hi !== null && hi < 1n) return out; }
+  const dl = lo.toString().length;
+  const dh = hi === null ? null : hi.toString().length;
+  for (let d = dl; dh === null ? d <= dl : d <= dh; d++) {
+    const a = d === dl ? lo : 10n ** BigInt(d - 1);
+    const b = dh !== null && d === dh ? hi! : 10n ** BigInt(d) - 1n;
+    out.push(...sameLength(a.toString(), b.toString()));
+  }
+  if (hi === null) out.push(`[1-9] [0-9]{${dl},}`);
+  return out;
+}
+
+/** Digit strings of one length between a and b (inclusive, a ≤ b), as GBNF sequences. */
+function sameLength(a: string, b: string): string[] {
+  if (a.length === 0) return ['""'];
+  if (a[0] === b[0]) return sameLength(a.slice(1), b.slice(1)).map((r) => `"${a[0]}" ${r}`);
+  const r = a.length - 1;
+  const da = Number(a[0]);
+  const db = Number(b[0]);
+  const restA = a.slice(1);
+  const restB = b.slice(1);
+  const lowFull = restA === "0".repeat(r);
+  const highFull = restB === "9".repeat(r);
+  const any = r ? ` [0-9]{${r}}` : "";
+  const out: string[] = [];
+  if (!lowFull) for (const x of sameLength(restA, "9".repeat(r))) out.push(`"${da}" ${x}`);
+  const mLo = lowFull ? da : da + 1;
+  const mHi = highFull ? db : db - 1;
+  if (mLo <= mHi) out.push(`${rangeDigit(mLo, mHi)}${any}`);
+  if (!highFull) for (const x of sameLength("0".repeat(r), restB)) out.push(`"${db}" ${x}`);
+  return out;
+}
+
+const rangeDigit = (x: number, y: number): string => (x === y ? `"${x}"` : `[${x}-${y}]`);
+
+/** Rules every schema grammar shares. */
+const BASE = [
+  'value ::= object | array | string | number | "true" | "false" | "null"',
+  'object ::= "{" ws ( member (ws "," ws member)* )? ws "}"',
+  'member ::= string ws ":" ws value',
+  'array ::= "[" ws ( value (ws "," ws value)* )? ws "]"',
+  'string ::= "\\"" char* "\\""',
+  'key ::= "\\"" keychar* "\\""',
+  'keychar ::= [^"\\\\\\u0000-\\u001f]',
+  'char ::= [^"\\\\\\u0000-\\u001f] | "\\\\" ( ["\\\\/bfnrt] | "u" ( [0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} ) )',
+  'number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?',
+  'integer ::= "-"? ( "0" | [1-9] [0-9]* )',
+  'nonnegnumber ::= ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?',
+  // > 0: a non-zero digit somewhere in the mantissa (then any exponent keeps it positive).
+  'posnumber ::= ( [1-9] [0-9]* ( "." [0-9]+ )? | "0" "." "0"* [1-9] [0-9]* ) ( [eE] [-+]? [0-9]+ )?',
+];
+
+/** Schema text or value → grammar text (the front end proper). */
+export function jsonSchemaToGbnf(schema: string | unknown, file: string, opts: JsonSchemaOptions = {}): JsonSchemaGrammar {
+  const src = typeof schema === "string" ? parseJsonSource(schema, file) : jsonSourceOf(schema, file);
+  const c = new Converter(src, opts);
+  return { gbnf: c.grammar(), warnings: c.warnings };
+}
+
