@@ -125,6 +125,21 @@ class Converter {
     return true;
   }
 
+  /** `expr`, or null when the schema can be satisfied by nothing (E0904). */
+  private tryExpr(s: unknown, ptr: string): string | null {
+    const n0 = this.n;
+    try {
+      return this.expr(s, ptr);
+    } catch (e) {
+      if (!(e instanceof SpecError && e.code === "E0904")) throw e;
+      // Forget every rule made on the way (some may name a $ref rule that was never finished).
+      const late = (name: string) => Number(name.slice(1)) > n0;
+      for (const k of [...this.rules.keys()]) if (late(k)) this.rules.delete(k);
+      for (const [p, k] of [...this.refRules]) if (late(k)) this.refRules.delete(p);
+      return null;
+    }
+  }
+
   private fresh(): string {
     return `s${++this.n}`;
   }
@@ -149,11 +164,13 @@ class Converter {
         if (!Array.isArray(branches) || branches.length === 0) throw this.error("E0903", `${k} takes a non-empty array of schemas`, `${ptr}/${k}`);
         const rest = Object.fromEntries(Object.entries(s).filter(([key]) => key !== k));
         if (k === "oneOf") this.checkDisjoint(branches, `${ptr}/${k}`);
-        const alts = branches.map((b, i) => {
+        const alts = branches.flatMap((b, i) => {
           const bp = `${ptr}/${k}/${i}`;
           const merged = hasValidation(rest) ? this.merge(rest, this.deref(b, bp), ptr, bp) : b;
-          return this.expr(merged, bp);
+          const e = this.tryExpr(merged, bp);
+          return e === null ? [] : [e];
         });
+        if (alts.length === 0) throw this.error("E0904", `no branch of ${k} can be satisfied`, `${ptr}/${k}`);
         return alts.length === 1 ? alts[0]! : this.define(alts.join(" | "));
       }
     }
@@ -377,7 +394,12 @@ class Converter {
     }
     if (lo === null && hi === null) return "number";
     if (hi === null && lo === 0) return loX ? "posnumber" : "nonnegnumber";
-    for (const k of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]) if (k in s) this.relax(k, ptr, "bounds on non-integer numbers are supported only as minimum 0 / exclusiveMinimum 0");
+    if ((lo === null || Number.isSafeInteger(lo)) && (hi === null || Number.isSafeInteger(hi))) {
+      const g = boundedDecimal(lo === null ? null : BigInt(lo), loX, hi === null ? null : BigInt(hi), hiX);
+      if (g === null) throw this.error("E0904", "no number lies between the bounds", ptr);
+      return this.define(g);
+    }
+    for (const k of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]) if (k in s) this.relax(k, ptr, "bounds on numbers must be whole numbers (fractional bounds are not supported)");
     return "number";
   }
 
@@ -474,7 +496,7 @@ class Converter {
     const required = Array.isArray(s["required"]) ? (s["required"] as unknown[]).filter((x): x is string => typeof x === "string") : [];
     if (isObj(s["patternProperties"]) && Object.keys(s["patternProperties"] as object).length) this.relax("patternProperties", ptr, "not supported");
     const additional = "additionalProperties" in s ? s["additionalProperties"] : true;
-    const keys = Object.keys(props);
+    let keys = Object.keys(props);
     for (const r of required) {
       if (!(r in props)) {
         if (additional === false) throw this.error("E0904", `required property ${JSON.stringify(r)} is not allowed by additionalProperties: false`, `${ptr}/required`);
@@ -482,13 +504,20 @@ class Converter {
       }
     }
     const req = new Set(required);
-    const member = (k: string): string => {
+    // A property whose schema nothing satisfies can never appear (and the object not at all if it is required).
+    const values = new Map<string, string>();
+    for (const k of keys) {
       const sch = k in props ? props[k] : additional;
       const vp = k in props ? `${ptr}/properties/${pointerToken(k)}` : `${ptr}/additionalProperties`;
-      return `${gbnfLit(JSON.stringify(k))} ws ":" ws ${this.expr(sch, vp)}`;
-    };
-    const members = keys.map(member);
-    const extra = additional === false ? null : `${this.keyNotIn(keys)} ws ":" ws ${this.expr(additional, `${ptr}/additionalProperties`)}`;
+      const e = this.tryExpr(sch, vp);
+      if (e !== null) values.set(k, e);
+      else if (req.has(k)) throw this.error("E0904", `required property ${JSON.stringify(k)} has a schema nothing satisfies`, vp);
+    }
+    const allNames = keys;
+    keys = keys.filter((k) => values.has(k));
+    const members = keys.map((k) => `${gbnfLit(JSON.stringify(k))} ws ":" ws ${values.get(k)!}`);
+    const extraValue = additional === false ? null : this.tryExpr(additional, `${ptr}/additionalProperties`);
+    const extra = extraValue === null ? null : `${this.keyNotIn(allNames)} ws ":" ws ${extraValue}`;
     const minP = this.count(s, "minProperties", ptr) ?? 0;
     const maxP = this.count(s, "maxProperties", ptr);
     if (minP > req.size && !(minP <= 1 && keys.length === 0 && extra !== null)) this.relax("minProperties", ptr, "only bounds that the required properties already satisfy are supported");
@@ -562,6 +591,49 @@ export function intRange(a: bigint | null, b: bigint | null): string {
     if (b === null || lo <= b) alts.push(...natRange(lo, b));
   }
   return alts.length ? alts.join(" | ") : '"0" "x"';
+}
+
+/**
+ * Decimal numbers x with lo ≤ x ≤ hi (strict where lx / hx), for whole-number bounds (null: none):
+ * integer part I (canonical) and an optional fraction F, no exponent (stricter, as the module note
+ * says). For x ≥ 0: I in the open range between the bounds takes any F; at I = lo the fraction must
+ * be non-zero when the bound is strict; at I = hi it must be zero (and I = hi is out when strict).
+ * Negative x = -(I.F) is the same on |x| with the bounds mirrored, and never zero ("-0" excluded).
+ */
+function boundedDecimal(lo: bigint | null, lx: boolean, hi: bigint | null, hx: boolean): string | null {
+  const ANY_F = '( "." [0-9]+ )?';
+  const ZERO_F = '( "." "0"+ )?';
+  const NONZERO_F = '"." [0-9]* [1-9] [0-9]*';
+  const alts: string[] = [];
+  // |x| = m.F in [a, b] (b null: unbounded) with strictness ax / bx; `neg`: x = -|x|, which must be non-zero.
+  const side = (a: bigint, ax: boolean, b: bigint | null, bx: boolean, neg: boolean) => {
+    const sign = neg ? '"-" ' : "";
+    if (b !== null && (a > b || (a === b && (ax || bx)))) return;
+    if (b !== null && a === b) {
+      // Exactly a: I = a with a zero fraction (and a ≠ 0 when negative).
+      if (!(neg && a === 0n)) alts.push(`${sign}${natRange(a, a).join(" | ")} ${ZERO_F}`);
+      return;
+    }
+    // I = a: any F (non-zero when strict, or when negative and a = 0).
+    const aF = ax || (neg && a === 0n) ? NONZERO_F : ANY_F;
+    alts.push(`${sign}( ${natRange(a, a).join(" | ")} ) ${aF}`);
+    // a < I < b: any F.
+    const midHi = b === null ? null : b - 1n;
+    if (midHi === null || a + 1n <= midHi) alts.push(`${sign}( ${natRange(a + 1n, midHi).join(" | ")} ) ${ANY_F}`);
+    // I = b: zero F (out when strict).
+    if (b !== null && !bx) alts.push(`${sign}( ${natRange(b, b).join(" | ")} ) ${ZERO_F}`);
+  };
+  // x ≥ 0 part: |x| in [max(lo, 0), hi] when hi ≥ 0.
+  if (hi === null || hi >= 0n) {
+    if (lo === null || lo < 0n) side(0n, false, hi, hx, false);
+    else side(lo, lx, hi, hx, false);
+  }
+  // x < 0 part: |x| in [max(-hi, 0), -lo] when lo < 0.
+  if (lo === null || lo < 0n) {
+    if (hi === null || hi >= 0n) side(0n, false, lo === null ? null : -lo, lx, true);
+    else side(-hi, hx, lo === null ? null : -lo, lx, true);
+  }
+  return alts.length ? alts.join(" | ") : null;
 }
 
 /** Naturals in [lo, hi] (hi null: unbounded), canonical decimal, as GBNF sequences. */

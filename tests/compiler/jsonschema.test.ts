@@ -139,6 +139,28 @@ describe("instance verdicts agree with ajv", () => {
   }
 });
 
+describe("number ranges with whole-number bounds agree with ajv", () => {
+  const texts = ["-3", "-2.5", "-2", "-2.0", "-1.999", "-0.5", "-0.0", "-0", "0", "0.0", "0.25", "1", "2.9999", "3", "3.0", "3.0001", "10", "100", "100.00", "100.01", "1e2"];
+  const bounds: Record<string, number>[] = [
+    { minimum: -2, exclusiveMaximum: 3 }, { exclusiveMinimum: -2, maximum: 3 }, { minimum: 3 }, { maximum: -2 },
+    { minimum: 1, maximum: 100 }, { exclusiveMinimum: 0, exclusiveMaximum: 1 }, { minimum: 3, maximum: 3 }, { maximum: 0 },
+  ];
+  for (const b of bounds) {
+    it(JSON.stringify(b), async () => {
+      const schema = { type: "number", ...b };
+      const validate = validator(schema);
+      const s = await speccOf(schema);
+      for (const t of texts) {
+        const ajv = ajvVerdict(validate, t);
+        const specc = s.accepts(t);
+        if (specc) expect({ t, ajv }).toEqual({ t, ajv: true });
+        // Stricter by design: no exponent in bounded numbers, no negative zero.
+        if (!["1e2", "-0", "-0.0"].includes(t)) expect({ t, specc }).toEqual({ t, specc: ajv });
+      }
+    });
+  }
+});
+
 describe("integer ranges are exact", () => {
   it("every n in [-1200, 1200] against every bound pair from a sample", async () => {
     const bounds: [number | null, number | null][] = [[0, null], [null, 0], [7, 7], [-13, 250], [99, 1001], [null, -100], [-1000, -10], [5, 9], [10, 99]];
