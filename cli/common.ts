@@ -35,6 +35,8 @@ export interface CompileFileOptions {
   lenient?: boolean;
   /** JSON Schema: no whitespace between tokens. */
   compact?: boolean;
+  /** JSON Schema: small objects' properties in any order. */
+  anyOrder?: boolean;
 }
 
 /** A JSON Schema input: a .schema.json file, or any file with --json-schema. */
@@ -51,7 +53,7 @@ export function compileFile(path: string, sources: Map<string, string>, opts: Co
     if (isJsonSchemaFile(path, opts)) {
       const text = decodeSource(path, bytes);
       sources.set(path, text);
-      const g = compileJsonSchema(text, path, { lenient: opts.lenient, compact: opts.compact, limits: opts.limits });
+      const g = compileJsonSchema(text, path, { lenient: opts.lenient, compact: opts.compact, anyOrder: opts.anyOrder, limits: opts.limits });
       if (opts.warn) for (const w of g.schemaWarnings) opts.warn(formatWarning(w, text));
       // The generated grammar's own warnings (unused shared rules, portability) are about text the
       // user never wrote: not shown.
@@ -86,10 +88,10 @@ export const isCompiledGrammar = (c: Compiled | CompiledGrammar): c is CompiledG
 /** Options every command that compiles takes. */
 export const COMPILE_OPTIONS = {
   "max-depth": { type: "string" }, "max-grammar-states": { type: "string" }, start: { type: "string" },
-  "json-schema": { type: "boolean" }, lenient: { type: "boolean" }, compact: { type: "boolean" },
+  "json-schema": { type: "boolean" }, lenient: { type: "boolean" }, compact: { type: "boolean" }, "any-order": { type: "boolean" },
 } as const;
 
-export function compileOptions(values: { "max-depth"?: string; "max-grammar-states"?: string; start?: string; "json-schema"?: boolean; lenient?: boolean; compact?: boolean }, io: Io): CompileFileOptions {
+export function compileOptions(values: { "max-depth"?: string; "max-grammar-states"?: string; start?: string; "json-schema"?: boolean; lenient?: boolean; compact?: boolean; "any-order"?: boolean }, io: Io): CompileFileOptions {
   const limits: Limits = {};
   if (values["max-grammar-states"] !== undefined) {
     const n = Number(values["max-grammar-states"]);
@@ -101,7 +103,7 @@ export function compileOptions(values: { "max-depth"?: string; "max-grammar-stat
     if (!Number.isInteger(d) || d < 0 || d > MAX_GRAMMAR_DEPTH) throw new UsageError(`--max-depth must be an integer from 0 to ${MAX_GRAMMAR_DEPTH}, not '${values["max-depth"]}'`);
     limits.maxDepth = d;
   }
-  return { limits, start: values.start, warn: (t) => io.err(t), jsonSchema: values["json-schema"], lenient: values.lenient, compact: values.compact };
+  return { limits, start: values.start, warn: (t) => io.err(t), jsonSchema: values["json-schema"], lenient: values.lenient, compact: values.compact, anyOrder: values["any-order"] };
 }
 
 export function oneFile(positionals: string[], what: string): string {

@@ -29,7 +29,8 @@ nesting depth; with --max-depth N, to a plain DFA exact up to N nested recursive
 (their :max-depth, else --max-depth, else 8). SPEC may also be a JSON Schema (.schema.json, or any
 JSON file with --json-schema): the output must be a JSON text the schema accepts; a keyword specc
 cannot enforce exactly is an error unless --lenient (a warning per relaxed keyword); --compact
-allows no whitespace between tokens.
+allows no whitespace between tokens; --any-order lets objects of up to 5 properties list them in
+any order (default: the order of "properties").
 
 usage:
   specc compile SPEC -o OUT.wasm         compile a spec into a self-contained .wasm

@@ -27,6 +27,8 @@ export interface JsonSchemaOptions {
   compact?: boolean;
   /** Longest whitespace run between two tokens (default 20). */
   maxWhitespace?: number;
+  /** Objects of up to 5 named properties accept them in any order (default: the order of `properties`). */
+  anyOrder?: boolean;
 }
 
 export interface JsonSchemaGrammar {
@@ -37,6 +39,13 @@ export interface JsonSchemaGrammar {
 }
 
 export const DEFAULT_MAX_WHITESPACE = 20;
+/**
+ * With `anyOrder`, objects with at most this many named properties accept them in any order (one
+ * grammar rule per subset already written: 2^n, which multiplies the automaton); larger ones, and
+ * all by default, in the order of `properties`, then additional ones.
+ */
+const ANY_ORDER_MAX = 5;
+
 /** Longest string or array a bound may ask for (each unit of a bound is a rule of the grammar). */
 export const MAX_BOUND = 10_000;
 
@@ -523,6 +532,29 @@ class Converter {
     if (minP > req.size && !(minP <= 1 && keys.length === 0 && extra !== null)) this.relax("minProperties", ptr, "only bounds that the required properties already satisfy are supported");
     if (maxP !== null && (extra !== null || keys.length > maxP)) this.relax("maxProperties", ptr, "only bounds that the defined properties cannot exceed are supported");
     const needNonEmpty = minP >= 1 && keys.length === 0 && extra !== null;
+    if (this.opts.anyOrder && keys.length >= 2 && keys.length <= ANY_ORDER_MAX) {
+      // Any order, each property at most once: one rule per set of properties already written
+      // (2^n of them), additional properties anywhere in between.
+      const memoS = new Map<number, string>();
+      const reqMask = keys.reduce((m, k, i) => (req.has(k) ? m | (1 << i) : m), 0);
+      const after = (seen: number): string => {
+        const hit = memoS.get(seen);
+        if (hit !== undefined) return hit;
+        const name = this.fresh();
+        memoS.set(seen, name);
+        const alts: string[] = [];
+        if ((seen & reqMask) === reqMask) alts.push('""');
+        for (let i = 0; i < keys.length; i++) if (!(seen & (1 << i))) alts.push(`ws "," ws ${members[i]} ${after(seen | (1 << i))}`);
+        if (extra !== null) alts.push(`ws "," ws ${extra} ${name}`);
+        this.rules.set(name, alts.join(" | "));
+        return name;
+      };
+      const first: string[] = [];
+      if (reqMask === 0 && !needNonEmpty) first.push('""');
+      for (let i = 0; i < keys.length; i++) first.push(`${members[i]} ${after(1 << i)}`);
+      if (extra !== null) first.push(`${extra} ${after(0)}`);
+      return this.define(`"{" ws ( ${first.join(" | ")} ) ws "}"`);
+    }
     // Members from property i on; `first`: nothing written yet (no comma before the next).
     const memo = new Map<string, string>();
     const from = (i: number, first: boolean): string => {

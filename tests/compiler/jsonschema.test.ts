@@ -198,6 +198,17 @@ describe("diagnostics", () => {
     expect(code('{"type": "object", "required": ["a"], "additionalProperties": false}')).toBe("E0904");
   });
 
+  it("--any-order: small objects take their properties in any order, each at most once", async () => {
+    const schema = JSON.stringify({ type: "object", properties: { a: { type: "integer" }, b: { type: "string" }, c: { type: "boolean" } }, required: ["a"] });
+    const spec = await Spec.load(compileToWasm(compileJsonSchema(schema, "o.schema.json", { anyOrder: true })));
+    const ok = (t: string) => { const m = spec.matcher(); const r = m.feed(t); return r.ok && m.accepting; };
+    expect(["{\"a\":5}", "{\"b\":\"x\",\"a\":5}", "{\"c\":true,\"a\":1,\"b\":\"\"}", "{\"a\":1,\"z\":3,\"b\":\"q\"}", "{\"a\":1,\"a\":2}", "{\"b\":\"x\"}", "{}"].map(ok))
+      .toEqual([true, true, true, true, false, false, false]);
+    const ordered = await Spec.load(compileToWasm(compileJsonSchema(schema, "o.schema.json")));
+    const m = ordered.matcher();
+    expect(m.feed("{\"b\":\"x\",\"a\":5}").ok).toBe(false);
+  });
+
   it("compact output has no whitespace between tokens", async () => {
     const c = compileJsonSchema('{"type":"array","items":{"type":"integer"}}', "c.schema.json", { compact: true });
     const spec = await Spec.load(compileToWasm(c));
