@@ -11,5 +11,5 @@ export {
 export { SpecError, SpecLimitError, formatDiagnostic, type Span, type Code } from "./diagnostics.js";
 export type { Compiled, SpecIR, StateIR, ByteDfa, StateDfa } from "./ir.js";
 export { emitGrammar, type GrammarDialect } from "./emit-grammar.js";
-export { stateDot, byteDot, renderSvg } from "./render.js";
+export { stateDot, byteDot, ruleDot, renderSvg } from "./render.js";
 export { parseTrace, runTrace, byteDfaEngine, pdaEngine, type Trace, type Segment, type Verdict, type Engine } from "./trace.js";
