@@ -22,6 +22,7 @@ import type { Engine } from "../compiler/trace.js";
 import { HEADER_SIZE, parseTables, TABLE_BASE, type TableSpecState } from "../compiler/tables.js";
 import type { ByteDfa } from "../compiler/ir.js";
 import type { FlatVocabulary } from "./vocab.js";
+import { readBytes, sourceName, type ByteSource } from "./source.js";
 
 export const SUPPORTED_ABI_VERSION = 2;
 
@@ -359,19 +360,13 @@ export class Spec {
   }
 
   /**
-   * Load a specc .wasm from a file path or its bytes; with `vocab`, attach the vocabulary so that
-   * `fillMask` and `commit` work.
+   * Load a specc .wasm from its bytes, a fetch `Response`, a URL, or a string (a file path in Node,
+   * a URL in a browser); with `vocab`, attach the vocabulary so that `fillMask` and `commit` work.
    */
-  static async load(wasm: string | Uint8Array | ArrayBuffer, opts: LoadOptions = {}): Promise<Spec> {
-    let bytes: Uint8Array<ArrayBuffer>;
-    if (typeof wasm === "string") {
-      const { readFile } = await import("node:fs/promises");
-      bytes = new Uint8Array(await readFile(wasm));
-    } else {
-      // A copy backed by a plain ArrayBuffer (what WebAssembly.instantiate accepts).
-      bytes = new Uint8Array(wasm instanceof Uint8Array ? wasm : new Uint8Array(wasm));
-    }
-    const what = typeof wasm === "string" ? wasm : "the given module";
+  static async load(wasm: ByteSource, opts: LoadOptions = {}): Promise<Spec> {
+    // A copy backed by a plain ArrayBuffer (what WebAssembly.instantiate accepts).
+    const bytes = await readBytes(wasm);
+    const what = wasm instanceof Uint8Array || wasm instanceof ArrayBuffer ? "the given module" : sourceName(wasm);
     let instance: WebAssembly.Instance;
     let module: WebAssembly.Module;
     try {

@@ -32,9 +32,10 @@
  * tags, not BOS/EOS (every Llama 2/Mistral tokenizer.json marks its `<s>`/`</s>` `special: true`).
  *
  * Everything is held in one flat layout (`flat()`), the form handed to the WebAssembly runtime.
- * Nothing here touches the file system except `fromTokenizerJson` given a path, which imports
- * `node:fs/promises` lazily, so the module also loads in a browser.
+ * Nothing here imports Node: `fromTokenizerJson` given a path reads it through bindings/source.ts,
+ * so the module also runs in a browser (given a URL, a Response, bytes or the parsed object).
  */
+import { readBytes, sourceName, type ByteSource } from "./source.js";
 
 /** How the token strings of a vocabulary were turned into bytes. */
 export type VocabularyFamily = "byte-bpe" | "sentencepiece" | "bytes";
@@ -140,20 +141,22 @@ export class Vocabulary {
   }
 
   /**
-   * Reads a Hugging Face `tokenizer.json`, given as a file path or as the already parsed object.
+   * Reads a Hugging Face `tokenizer.json`: a file path (Node), a URL, a `Response`, its bytes, or
+   * the already parsed object (in a browser: `await (await fetch(url)).json()` or the URL itself).
    * Throws a `VocabularyError` for a file that cannot be read, is not JSON, or is not a
    * tokenizer.json of a supported family.
    */
   static async fromTokenizerJson(
-    pathOrObject: string | object,
+    source: ByteSource | object,
     opts: TokenizerJsonOptions = {},
   ): Promise<Vocabulary> {
-    if (typeof pathOrObject !== "string") return Vocabulary.fromTokenizerJsonObject(pathOrObject, opts);
-    const path = pathOrObject;
+    const isSource = typeof source === "string" || source instanceof URL || source instanceof Uint8Array ||
+      source instanceof ArrayBuffer || (typeof Response !== "undefined" && source instanceof Response);
+    if (!isSource) return Vocabulary.fromTokenizerJsonObject(source, opts);
+    const path = sourceName(source as ByteSource);
     let text: string;
     try {
-      const { readFile } = await import("node:fs/promises");
-      text = await readFile(path, "utf8");
+      text = new TextDecoder().decode(await readBytes(source as ByteSource));
     } catch (e) {
       throw new VocabularyError(`cannot read tokenizer.json ${path}: ${errorMessage(e)}`);
     }
