@@ -23,6 +23,7 @@ import { HEADER_SIZE, parseTables, TABLE_BASE, type TableSpecState } from "../co
 import type { ByteDfa } from "../compiler/ir.js";
 import type { FlatVocabulary } from "./vocab.js";
 import { readBytes, sourceName, type ByteSource } from "./source.js";
+import { sortTextTokens } from "./token-order.js";
 
 export const SUPPORTED_ABI_VERSION = 2;
 
@@ -131,6 +132,8 @@ export interface VocabularySource {
   readonly size: number;
   readonly eos: readonly number[];
   flat(): FlatVocabulary;
+  /** Optional: the text (non-special) ids sorted by bytes, as bindings/token-order.ts sorts them. */
+  textOrder?(): Uint32Array;
 }
 
 export interface LoadOptions {
@@ -210,25 +213,12 @@ export function buildTokenTrie(vocab: VocabularySource, vocabSize = vocab.size):
     if (!Number.isInteger(id) || id < 0 || id >= size) throw new RangeError(`EOS id ${id} is outside the vocabulary (${size} tokens)`);
     tokKind[id] = TOKEN_EOS;
   }
-  const order = new Uint32Array(nText);
   let textBytes = 0;
-  for (let id = 0, k = 0; id < size; id++) {
-    if (tokKind[id] === TOKEN_TEXT) {
-      order[k++] = id;
-      textBytes += offsets[id + 1]! - offsets[id]!;
-    }
-  }
-  order.sort((a, b) => {
-    let i = offsets[a]!;
-    let j = offsets[b]!;
-    const ie = offsets[a + 1]!;
-    const je = offsets[b + 1]!;
-    for (; i < ie && j < je; i++, j++) {
-      const d = bytes[i]! - bytes[j]!;
-      if (d !== 0) return d;
-    }
-    return ie - i - (je - j) || a - b;
-  });
+  for (let id = 0; id < size; id++) if (tokKind[id] === TOKEN_TEXT) textBytes += offsets[id + 1]! - offsets[id]!;
+  // The sorted text ids: the vocabulary's own (computed once, or read from a prepared file) when
+  // it has them for this token set, else sorted here.
+  const cached = vocab.textOrder?.();
+  const order = cached && cached.length === nText ? cached : sortTextTokens(bytes, offsets, tokKind.subarray(0, size));
   // At most one node per text byte, plus the root and the sentinel.
   const nodes = new Uint32Array(3 * (textBytes + 2));
   const path: number[] = [0]; // path[d] = node at depth d on the current branch
