@@ -46,5 +46,6 @@ export {
   type TokenizerJsonOptions,
   type TokenBytesOptions,
 } from "./vocab.js";
+export type { ByteSource } from "./source.js";
 export { SpecLogitsProcessor } from "./adapters/transformers.js";
 export { generateConstrained, vocabularyFromLlamaModel, vocabularyFromGguf } from "./adapters/llama.js";

@@ -22,6 +22,8 @@ import type { Engine } from "../compiler/trace.js";
 import { HEADER_SIZE, parseTables, TABLE_BASE, type TableSpecState } from "../compiler/tables.js";
 import type { ByteDfa } from "../compiler/ir.js";
 import type { FlatVocabulary } from "./vocab.js";
+import { readBytes, sourceName, type ByteSource } from "./source.js";
+import { sortTextTokens } from "./token-order.js";
 
 export const SUPPORTED_ABI_VERSION = 2;
 
@@ -130,6 +132,8 @@ export interface VocabularySource {
   readonly size: number;
   readonly eos: readonly number[];
   flat(): FlatVocabulary;
+  /** Optional: the text (non-special) ids sorted by bytes, as bindings/token-order.ts sorts them. */
+  textOrder?(): Uint32Array;
 }
 
 export interface LoadOptions {
@@ -209,25 +213,12 @@ export function buildTokenTrie(vocab: VocabularySource, vocabSize = vocab.size):
     if (!Number.isInteger(id) || id < 0 || id >= size) throw new RangeError(`EOS id ${id} is outside the vocabulary (${size} tokens)`);
     tokKind[id] = TOKEN_EOS;
   }
-  const order = new Uint32Array(nText);
   let textBytes = 0;
-  for (let id = 0, k = 0; id < size; id++) {
-    if (tokKind[id] === TOKEN_TEXT) {
-      order[k++] = id;
-      textBytes += offsets[id + 1]! - offsets[id]!;
-    }
-  }
-  order.sort((a, b) => {
-    let i = offsets[a]!;
-    let j = offsets[b]!;
-    const ie = offsets[a + 1]!;
-    const je = offsets[b + 1]!;
-    for (; i < ie && j < je; i++, j++) {
-      const d = bytes[i]! - bytes[j]!;
-      if (d !== 0) return d;
-    }
-    return ie - i - (je - j) || a - b;
-  });
+  for (let id = 0; id < size; id++) if (tokKind[id] === TOKEN_TEXT) textBytes += offsets[id + 1]! - offsets[id]!;
+  // The sorted text ids: the vocabulary's own (computed once, or read from a prepared file) when
+  // it has them for this token set, else sorted here.
+  const cached = vocab.textOrder?.();
+  const order = cached && cached.length === nText ? cached : sortTextTokens(bytes, offsets, tokKind.subarray(0, size));
   // At most one node per text byte, plus the root and the sentinel.
   const nodes = new Uint32Array(3 * (textBytes + 2));
   const path: number[] = [0]; // path[d] = node at depth d on the current branch
@@ -359,19 +350,13 @@ export class Spec {
   }
 
   /**
-   * Load a specc .wasm from a file path or its bytes; with `vocab`, attach the vocabulary so that
-   * `fillMask` and `commit` work.
+   * Load a specc .wasm from its bytes, a fetch `Response`, a URL, or a string (a file path in Node,
+   * a URL in a browser); with `vocab`, attach the vocabulary so that `fillMask` and `commit` work.
    */
-  static async load(wasm: string | Uint8Array | ArrayBuffer, opts: LoadOptions = {}): Promise<Spec> {
-    let bytes: Uint8Array<ArrayBuffer>;
-    if (typeof wasm === "string") {
-      const { readFile } = await import("node:fs/promises");
-      bytes = new Uint8Array(await readFile(wasm));
-    } else {
-      // A copy backed by a plain ArrayBuffer (what WebAssembly.instantiate accepts).
-      bytes = new Uint8Array(wasm instanceof Uint8Array ? wasm : new Uint8Array(wasm));
-    }
-    const what = typeof wasm === "string" ? wasm : "the given module";
+  static async load(wasm: ByteSource, opts: LoadOptions = {}): Promise<Spec> {
+    // A copy backed by a plain ArrayBuffer (what WebAssembly.instantiate accepts).
+    const bytes = await readBytes(wasm);
+    const what = wasm instanceof Uint8Array || wasm instanceof ArrayBuffer ? "the given module" : sourceName(wasm);
     let instance: WebAssembly.Instance;
     let module: WebAssembly.Module;
     try {

@@ -32,9 +32,13 @@
  * tags, not BOS/EOS (every Llama 2/Mistral tokenizer.json marks its `<s>`/`</s>` `special: true`).
  *
  * Everything is held in one flat layout (`flat()`), the form handed to the WebAssembly runtime.
- * Nothing here touches the file system except `fromTokenizerJson` given a path, which imports
- * `node:fs/promises` lazily, so the module also loads in a browser.
+ * Nothing here imports Node: `fromTokenizerJson` given a path reads it through bindings/source.ts,
+ * so the module also runs in a browser (given a URL, a Response, bytes or the parsed object).
  */
+import { deserializePrepared, isPreparedVocabulary, serializePrepared } from "./prepared-vocab.js";
+import { readBytes, sourceName, type ByteSource } from "./source.js";
+import { RawVocab, scanTokenizerJson } from "./tokenizer-json-scan.js";
+import { sortTextTokens } from "./token-order.js";
 
 /** How the token strings of a vocabulary were turned into bytes. */
 export type VocabularyFamily = "byte-bpe" | "sentencepiece" | "bytes";
@@ -122,13 +126,16 @@ export class Vocabulary {
   private readonly offsets: Uint32Array;
   private readonly specials: Uint8Array;
   private readonly eosSet: Set<number>;
+  private order: Uint32Array | undefined;
 
   private constructor(
     flat: FlatVocabulary,
     eos: number[],
     family: VocabularyFamily,
     addsPrefixSpace: boolean,
+    order?: Uint32Array,
   ) {
+    this.order = order;
     this.bytes = flat.bytes;
     this.offsets = flat.offsets;
     this.specials = flat.special;
@@ -140,23 +147,31 @@ export class Vocabulary {
   }
 
   /**
-   * Reads a Hugging Face `tokenizer.json`, given as a file path or as the already parsed object.
+   * Reads a Hugging Face `tokenizer.json`: a file path (Node), a URL, a `Response`, its bytes, or
+   * the already parsed object (in a browser: `await (await fetch(url)).json()` or the URL itself).
    * Throws a `VocabularyError` for a file that cannot be read, is not JSON, or is not a
    * tokenizer.json of a supported family.
    */
   static async fromTokenizerJson(
-    pathOrObject: string | object,
+    source: ByteSource | object,
     opts: TokenizerJsonOptions = {},
   ): Promise<Vocabulary> {
-    if (typeof pathOrObject !== "string") return Vocabulary.fromTokenizerJsonObject(pathOrObject, opts);
-    const path = pathOrObject;
-    let text: string;
+    const isSource = typeof source === "string" || source instanceof URL || source instanceof Uint8Array ||
+      source instanceof ArrayBuffer || (typeof Response !== "undefined" && source instanceof Response);
+    if (!isSource) return Vocabulary.fromTokenizerJsonObject(source, opts);
+    const path = sourceName(source as ByteSource);
+    let bytes: Uint8Array;
     try {
-      const { readFile } = await import("node:fs/promises");
-      text = await readFile(path, "utf8");
+      bytes = await readBytes(source as ByteSource);
     } catch (e) {
       throw new VocabularyError(`cannot read tokenizer.json ${path}: ${errorMessage(e)}`);
     }
+    if (isPreparedVocabulary(bytes)) return Vocabulary.fromPrepared(bytes, path);
+    // The fast path skips the BPE merges (tokenizer-json-scan.ts); anything it does not expect is
+    // parsed whole below, which also words the error.
+    const scanned = scanTokenizerJson(bytes);
+    if (scanned) return Vocabulary.fromTokenizerJsonObject(scanned, opts, path);
+    const text = new TextDecoder().decode(bytes);
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -195,9 +210,13 @@ export class Vocabulary {
 
     // Token strings by id, from the model vocab and then the added tokens (which win, as in the
     // tokenizers library's id_to_token).
-    const pieces: (string | undefined)[] = [];
+    let pieces: (string | undefined)[] = [];
     const vocab = model["vocab"];
-    if (Array.isArray(vocab)) {
+    // From a scanned file (tokenizer-json-scan.ts): pieces stay bytes of the file until needed.
+    const raw = vocab instanceof RawVocab ? vocab : undefined;
+    if (raw) {
+      pieces = new Array<string | undefined>(raw.size);
+    } else if (Array.isArray(vocab)) {
       // Unigram: [[piece, score], ...], the id is the index.
       vocab.forEach((entry, id) => {
         const piece = Array.isArray(entry) ? entry[0] : undefined;
@@ -231,7 +250,9 @@ export class Vocabulary {
     if (size > MAX_VOCAB_SIZE) fail(`token ids go up to ${size - 1}, beyond the supported ${MAX_VOCAB_SIZE - 1}`);
 
     const special = new Uint8Array(size).fill(1); // gaps stay special
-    for (let id = 0; id < pieces.length; id++) if (pieces[id] !== undefined) special[id] = 0;
+    if (raw) for (let id = 0; id < raw.size; id++) special[id] = raw.start[id]! < 0 ? 1 : 0;
+    else for (let id = 0; id < pieces.length; id++) if (pieces[id] !== undefined) special[id] = 0;
+    const fromAdded = new Uint8Array(size); // ids whose piece is an added token's content
     const specialByName = new Map<string, number[]>();
     const markSpecial = (id: number, name: string): void => {
       special[id] = 1;
@@ -241,15 +262,24 @@ export class Vocabulary {
     };
     for (const a of added) {
       pieces[a.id] = a.content;
+      fromAdded[a.id] = 1;
       if (a.special || CONTROL_ADDED_TOKEN.test(a.content)) markSpecial(a.id, a.content);
       else special[a.id] = 0;
     }
     const unk = model["unk_token"];
     if (typeof unk === "string") {
-      for (const id of idsOf(pieces, unk, added)) markSpecial(id, unk);
+      const ids = idsOf(pieces, unk, added);
+      const rawId = raw ? raw.find(unk) : -1;
+      if (rawId >= 0 && !fromAdded[rawId] && !ids.includes(rawId)) ids.push(rawId);
+      for (const id of ids) markSpecial(id, unk);
     }
 
-    const { family, byteFallback, replacement } = detectFamily(root, model, pieces, fail);
+    // The family detection may look at every piece (a file with no decoder or pre-tokenizer hints).
+    const allPieces = () => {
+      if (raw) for (let id = 0; id < raw.size; id++) if (!fromAdded[id]) pieces[id] = raw.piece(id);
+      return pieces;
+    };
+    const { family, byteFallback, replacement } = detectFamily(root, model, allPieces, fail);
     const addsPrefixSpace = detectPrefixSpace(root, family, replacement);
 
     let eos: number[];
@@ -269,15 +299,47 @@ export class Vocabulary {
 
     const sink = new ByteSink(size * 6);
     const offsets = new Uint32Array(size + 1);
+    const repBytes = new TextEncoder().encode(replacement);
     for (let id = 0; id < size; id++) {
       offsets[id] = sink.length;
       if (special[id]) continue;
-      const piece = pieces[id] as string;
+      if (raw && !fromAdded[id] && !raw.escaped[id]) {
+        const s = raw.start[id]!, e = raw.end[id]!;
+        if (family === "byte-bpe") sink.pushRawByteLevel(raw.data, s, e);
+        else sink.pushRawSentencePiece(raw.data, s, e, repBytes, byteFallback);
+        continue;
+      }
+      const piece = (raw && !fromAdded[id] ? raw.piece(id) : pieces[id]) as string;
       if (family === "byte-bpe") sink.pushByteLevel(piece);
       else sink.pushSentencePiece(piece, replacement, byteFallback);
     }
     offsets[size] = sink.length;
     return new Vocabulary({ bytes: sink.finish(), offsets, special }, eos, family, addsPrefixSpace);
+  }
+
+  /**
+   * A vocabulary from a prepared file (`specc vocab tokenizer.json -o x.vocab`, or `toPrepared()`):
+   * no JSON and no sorting, so it loads in milliseconds. `Vocabulary.fromTokenizerJson` also
+   * accepts one (by its magic). Throws a `VocabularyError` saying what is wrong with a bad file.
+   */
+  static fromPrepared(data: Uint8Array, name = "the prepared vocabulary"): Vocabulary {
+    let p;
+    try {
+      p = deserializePrepared(data, name);
+    } catch (e) {
+      throw new VocabularyError(errorMessage(e));
+    }
+    return new Vocabulary({ bytes: p.bytes, offsets: p.offsets, special: p.special }, p.eos, p.family, p.addsPrefixSpace, p.order);
+  }
+
+  /** This vocabulary as a prepared file (see `fromPrepared`). */
+  toPrepared(): Uint8Array {
+    return serializePrepared({ bytes: this.bytes, offsets: this.offsets, special: this.specials, eos: this.eos, order: this.textOrder(), family: this.family, addsPrefixSpace: this.addsPrefixSpace });
+  }
+
+  /** The text (non-special) token ids sorted by bytes: the token trie's order, computed once. */
+  textOrder(): Uint32Array {
+    return (this.order ??= sortTextTokens(this.bytes, this.offsets, this.specials));
   }
 
   /**
@@ -386,7 +448,7 @@ function stringPattern(c: Record<string, unknown>): string | undefined {
 function detectFamily(
   root: Record<string, unknown>,
   model: Record<string, unknown>,
-  pieces: (string | undefined)[],
+  allPieces: () => (string | undefined)[],
   fail: (what: string) => never,
 ): FamilyInfo {
   const decoders = componentTypes(root["decoder"]);
@@ -420,7 +482,7 @@ function detectFamily(
   else {
     let g = 0;
     let s = 0;
-    for (const p of pieces) {
+    for (const p of allPieces()) {
       if (p === undefined) continue;
       if (p.startsWith("\u0120")) g++;
       else if (p.startsWith(replacement)) s++;
@@ -538,6 +600,45 @@ class ByteSink {
       } else {
         i += this.pushCodePoint(piece, i);
       }
+    }
+  }
+
+  /** `pushByteLevel` of a piece given as its UTF-8 bytes `data[s, e)` (no string made). */
+  pushRawByteLevel(data: Uint8Array, s: number, e: number): void {
+    this.reserve(e - s);
+    const b = this.buf;
+    for (let i = s; i < e; ) {
+      const c = data[i]!;
+      // One code point: 1 to 4 bytes; the byte-level alphabet lies below U+0144 (1 or 2 bytes).
+      const n = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+      const cp = n === 1 ? c : n === 2 ? ((c & 0x1f) << 6) | (data[i + 1]! & 0x3f) : -1;
+      const byte = cp >= 0 && cp < BYTE_LEVEL_DECODE.length ? BYTE_LEVEL_DECODE[cp]! : -1;
+      if (byte >= 0) b[this.length++] = byte;
+      else for (let k = 0; k < n && i + k < e; k++) b[this.length++] = data[i + k]!;
+      i += n;
+    }
+  }
+
+  /** `pushSentencePiece` of a piece given as its UTF-8 bytes `data[s, e)` (no string made). */
+  pushRawSentencePiece(data: Uint8Array, s: number, e: number, rep: Uint8Array, byteFallback: boolean): void {
+    if (byteFallback && e - s === 6 && data[s] === 0x3c && data[s + 1] === 0x30 && data[s + 2] === 0x78 && data[s + 5] === 0x3e) {
+      const hi = hexDigit(data[s + 3]!);
+      const lo = hexDigit(data[s + 4]!);
+      if (hi >= 0 && lo >= 0) {
+        this.pushByte(hi * 16 + lo);
+        return;
+      }
+    }
+    this.reserve(e - s);
+    const b = this.buf;
+    const r0 = rep[0]!, rn = rep.length;
+    for (let i = s; i < e; ) {
+      if (data[i] === r0 && i + rn <= e) {
+        let k = 1;
+        while (k < rn && data[i + k] === rep[k]) k++;
+        if (k === rn) { b[this.length++] = 0x20; i += rn; continue; }
+      }
+      b[this.length++] = data[i++]!;
     }
   }
 

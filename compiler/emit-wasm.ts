@@ -7,9 +7,7 @@
  * is copied byte for byte, so the output is deterministic.
  */
 
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { runtimeWasmBytes } from "./host.js";
 import { TABLE_BASE } from "./tables.js";
 
 const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
@@ -134,31 +132,12 @@ export function emitWasm(runtime: Uint8Array, tables: Uint8Array): Uint8Array {
   ]);
 }
 
-/** The directory holding specc's package.json, found by walking up from this module. */
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const pkg = join(dir, "package.json");
-    if (existsSync(pkg)) {
-      try {
-        if ((JSON.parse(readFileSync(pkg, "utf8")) as { name?: unknown }).name === "specc") return dir;
-      } catch {
-        // not a readable package.json: keep walking up
-      }
-    }
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error("loadRuntimeWasm: cannot find specc's package.json above " + fileURLToPath(import.meta.url));
-    dir = parent;
-  }
-}
-
-/** Reads the prebuilt runtime, `build/runtime.wasm` under the package root. */
+/**
+ * The prebuilt runtime (build/runtime.wasm), embedded in the compiler at build time
+ * (scripts/embed-runtime.mjs) so that compiling needs no file system, in Node or in a browser.
+ */
 export function loadRuntimeWasm(): Uint8Array {
-  const path = join(packageRoot(), "build", "runtime.wasm");
-  if (!existsSync(path)) {
-    throw new Error(`the WebAssembly runtime ${path} is missing: run \`npm run build:runtime\` first`);
-  }
-  return new Uint8Array(readFileSync(path));
+  return runtimeWasmBytes();
 }
 
 /** The module with a custom section appended (custom sections may come last; hosts ignore them). */

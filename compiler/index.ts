@@ -12,5 +12,5 @@ export { SpecError, SpecLimitError, formatDiagnostic, type Span, type Code } fro
 export type { Compiled, SpecIR, StateIR, ByteDfa, StateDfa } from "./ir.js";
 export { emitGrammar, type GrammarDialect } from "./emit-grammar.js";
 export { compileJsonSchema, jsonSchemaToGbnf, type JsonSchemaOptions } from "./jsonschema/index.js";
-export { stateDot, byteDot, renderSvg } from "./render.js";
+export { stateDot, byteDot, ruleDot, renderSvg } from "./render.js";
 export { parseTrace, runTrace, byteDfaEngine, pdaEngine, type Trace, type Segment, type Verdict, type Engine } from "./trace.js";

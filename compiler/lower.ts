@@ -21,8 +21,7 @@
  * reports all errors it finds, each with a span; checks that need the automaton (dead ends, empty
  * language) live in the automaton stages.
  */
-import { readFileSync } from "node:fs";
-import { dirname, isAbsolute, join } from "node:path";
+import { hostPath, readFileBytes } from "./host.js";
 import { SpecError, suggest } from "./diagnostics.js";
 import { decodeSource } from "./frontend/parse.js";
 import { parseGrammar } from "./grammar/index.js";
@@ -249,10 +248,11 @@ function lowerGrammarContent(key: string, prop: List, args: SExpr[], ctx: LowerO
     text = src.value;
     gfile = ctx.file;
   } else {
+    const { dirname, isAbsolute, join } = hostPath();
     gfile = isAbsolute(src.value) ? src.value : join(dirname(ctx.file), src.value);
     let bytes: Uint8Array;
     try {
-      bytes = (ctx.readFile ?? ((p: string) => readFileSync(p)))(gfile);
+      bytes = (ctx.readFile ?? readFileBytes)(gfile);
     } catch (e) {
       const why = (e as { code?: string }).code === "ENOENT" ? "no such file" : (e as { code?: string }).code === "EISDIR" ? "is a directory" : (e as Error).message;
       fail(new SpecError("E0213", `cannot read grammar file ${gfile}: ${why}`, src.span,

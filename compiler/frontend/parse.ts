@@ -1,18 +1,15 @@
 /**
  * @fileoverview Text → s-expression AST (every node carries its span). moo tokenizes
  * (frontend/lexer.ts), nearley parses (frontend/sexpr.ne, compiled at build time to
- * sexpr.generated.cjs). Checks on the raw bytes (empty, binary) come first so that
+ * sexpr.generated.ts). Checks on the raw bytes (empty, binary) come first so that
  * any input gets a diagnostic, never a stack trace.
  */
-import { createRequire } from "node:module";
-import type nearley from "nearley";
+import compiled from "./sexpr.generated.js";
 import { nearleyParser } from "./nearley-parser.js";
 import { SpecError, spanAt } from "../diagnostics.js";
 import type { Span } from "../ir.js";
 import { tokenize, tokenSpan, type Token } from "./lexer.js";
 
-const require = createRequire(import.meta.url);
-const compiled = require("./sexpr.generated.cjs") as nearley.CompiledRules;
 
 export type SExpr =
   | { kind: "list"; items: SExpr[]; span: Span; openSpan: Span }

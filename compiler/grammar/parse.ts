@@ -1,7 +1,7 @@
 /**
  * @fileoverview Grammar text → AST (ast.ts), every node with its span. moo tokenizes
  * (grammar/lexer.ts), nearley parses (grammar/gbnf.ne, compiled by `npm run build:grammar` to
- * gbnf.generated.cjs), and this file decodes literals and classes, reports syntax errors with what
+ * gbnf.generated.ts), and this file decodes literals and classes, reports syntax errors with what
  * was expected there, and notes constructs that one of the two peer engines does not accept
  * (portability warnings, see PORTABILITY below).
  *
@@ -15,8 +15,8 @@
  *   # comment to the end of the line
  * \xHH is always exactly two hex digits (llama.cpp's reading; XGrammar reads as many as follow).
  */
-import { createRequire } from "node:module";
 import type nearley from "nearley";
+import compiled from "./gbnf.generated.js";
 import { nearleyParser } from "../frontend/nearley-parser.js";
 import { SpecError, spanAt } from "../diagnostics.js";
 import type { Span } from "../ir.js";
@@ -24,8 +24,6 @@ import type { GExpr, GRule, GSeq, GrammarAst } from "./ast.js";
 import { tokenize, tokenSpan, type GToken } from "./lexer.js";
 import { MAX_CODE_POINT } from "./utf8.js";
 
-const require = createRequire(import.meta.url);
-const compiled = require("./gbnf.generated.cjs") as nearley.CompiledRules;
 
 type RawItem =
   | { kind: "string" | "class" | "dot" | "name"; t: GToken }

@@ -1,6 +1,6 @@
 /**
  * @fileoverview Rule text → raw parse tree. moo tokenizes (rules/lexer.ts), nearley parses
- * (rules/rules.ne, compiled by `npm run build:grammar` to rules.generated.cjs), and lowering
+ * (rules/rules.ne, compiled by `npm run build:grammar` to rules.generated.ts), and lowering
  * (rules/lower.ts) turns the tree into RuleIR.
  *
  * Nearley only says "unexpected token"; the paper's users deserve better. When it fails, we read
@@ -10,16 +10,14 @@
  * arguments. Every diagnostic points at the token where parsing stopped (or just after the last
  * token at end of input), so it always lies inside the text.
  */
-import { createRequire } from "node:module";
 import type nearley from "nearley";
+import compiled from "./rules.generated.js";
 import { nearleyParser } from "../frontend/nearley-parser.js";
 import { SpecError, spanAt, type Code } from "../diagnostics.js";
 import type { Span } from "../ir.js";
 import { ENFORCEMENTS } from "./ir.js";
 import { tokenizeRules, tokenSpan, type RuleToken } from "./lexer.js";
 
-const require = createRequire(import.meta.url);
-const compiled = require("./rules.generated.cjs") as nearley.CompiledRules;
 
 /** The deepest nesting of ( [ { accepted; deeper input is rejected before parsing (no recursion blow-up later). */
 export const MAX_NESTING = 32;

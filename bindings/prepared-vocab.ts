@@ -1,0 +1,130 @@
+/**
+ * @fileoverview The prepared vocabulary file (`specc vocab tokenizer.json -o llama3.vocab`): a
+ * Vocabulary's flat layout plus the sorted text-token order of its trie, so loading one is copying
+ * arrays (no JSON, no UTF-8 conversion, no sort). Versioned and validated on load like the tables
+ * (compiler/tables.ts): magic, byte-order mark, version, exact lengths, monotone offsets, kinds,
+ * EOS ids, the order being a permutation of the text tokens, and a checksum over the payload.
+ * Layout (little-endian, every array 4-byte aligned):
+ *
+ *   u32 magic 0x56505053 ("SPPV") · u16 version 1 · u16 byte-order mark 0xFEFF · u32 size ·
+ *   u32 nEos · u32 nText · u32 byteCount · u8 family (0 bytes, 1 byte-bpe, 2 sentencepiece) ·
+ *   u8 addsPrefixSpace · u16 0 · u32 checksum (FNV-1a over everything after the header) ·
+ *   u32 eos[nEos] · u32 offsets[size + 1] · u32 order[nText] · u8 special[size] · u8 bytes[byteCount]
+ *
+ * Independent of vocab.ts (which imports it), so there is no import cycle.
+ */
+
+export const PREPARED_MAGIC = 0x56505053;
+export const PREPARED_VERSION = 1;
+const HEADER = 36;
+const FAMILIES = ["bytes", "byte-bpe", "sentencepiece"] as const;
+
+export interface PreparedVocabulary {
+  bytes: Uint8Array;
+  offsets: Uint32Array;
+  special: Uint8Array;
+  eos: number[];
+  order: Uint32Array;
+  family: (typeof FAMILIES)[number];
+  addsPrefixSpace: boolean;
+}
+
+/** Whether `data` starts like a prepared vocabulary file. */
+export function isPreparedVocabulary(data: Uint8Array): boolean {
+  return data.length >= 4 && data[0] === 0x53 && data[1] === 0x50 && data[2] === 0x50 && data[3] === 0x56;
+}
+
+function fnv1a(data: Uint8Array, from: number): number {
+  let h = 0x811c9dc5;
+  for (let i = from; i < data.length; i++) h = Math.imul(h ^ data[i]!, 0x01000193);
+  return h >>> 0;
+}
+
+export function serializePrepared(v: PreparedVocabulary): Uint8Array {
+  const size = v.special.length;
+  const nEos = v.eos.length, nText = v.order.length, byteCount = v.offsets[size]!;
+  const total = HEADER + 4 * (nEos + size + 1 + nText) + size + byteCount;
+  const out = new Uint8Array(total);
+  const dv = new DataView(out.buffer);
+  dv.setUint32(0, PREPARED_MAGIC, true);
+  dv.setUint16(4, PREPARED_VERSION, true);
+  dv.setUint16(6, 0xfeff, true);
+  dv.setUint32(8, size, true);
+  dv.setUint32(12, nEos, true);
+  dv.setUint32(16, nText, true);
+  dv.setUint32(20, byteCount, true);
+  out[24] = FAMILIES.indexOf(v.family);
+  out[25] = v.addsPrefixSpace ? 1 : 0;
+  let at = HEADER;
+  const u32 = (a: ArrayLike<number>) => { for (let i = 0; i < a.length; i++, at += 4) dv.setUint32(at, a[i]!, true); };
+  u32(v.eos);
+  u32(v.offsets);
+  u32(v.order);
+  out.set(v.special, at);
+  at += size;
+  out.set(v.bytes.subarray(0, byteCount), at);
+  dv.setUint32(28, fnv1a(out, HEADER), true);
+  return out;
+}
+
+/** The vocabulary in a prepared file; throws an Error saying what is wrong with it. */
+export function deserializePrepared(data: Uint8Array, name = "the prepared vocabulary"): PreparedVocabulary {
+  const bad = (why: string): never => {
+    throw new Error(`${name} is not a valid prepared vocabulary (specc vocab): ${why}`);
+  };
+  if (data.length < HEADER) bad(`${data.length} bytes, shorter than the ${HEADER}-byte header`);
+  const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  if (dv.getUint32(0, true) !== PREPARED_MAGIC) bad("bad magic (expected \"SPPV\")");
+  if (dv.getUint16(6, true) !== 0xfeff) bad("wrong byte order");
+  const version = dv.getUint16(4, true);
+  if (version !== PREPARED_VERSION) bad(`format version ${version}; this specc reads version ${PREPARED_VERSION}: prepare it again with \`specc vocab\``);
+  const size = dv.getUint32(8, true), nEos = dv.getUint32(12, true), nText = dv.getUint32(16, true), byteCount = dv.getUint32(20, true);
+  const familyCode = data[24]!, prefix = data[25]!;
+  if (size === 0) bad("no tokens");
+  if (nText > size || nEos > size) bad("counts larger than the vocabulary");
+  if (familyCode >= FAMILIES.length || prefix > 1 || dv.getUint16(26, true) !== 0) bad("bad header flags");
+  const expected = HEADER + 4 * (nEos + size + 1 + nText) + size + byteCount;
+  if (data.length !== expected) bad(`${data.length} bytes where the header says ${expected} (truncated or padded)`);
+  if (fnv1a(data, HEADER) !== dv.getUint32(28, true)) bad("checksum mismatch (the file is corrupted)");
+  // Zero-copy views where the bytes are aligned and the host is little-endian (every host specc
+  // runs on in practice), else copies.
+  const le = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+  const u32 = (at: number, n: number) => {
+    if (le && (data.byteOffset + at) % 4 === 0) return new Uint32Array(data.buffer, data.byteOffset + at, n);
+    const a = new Uint32Array(n);
+    for (let i = 0; i < n; i++) a[i] = dv.getUint32(at + 4 * i, true);
+    return a;
+  };
+  let at = HEADER;
+  const eos = Array.from(u32(at, nEos)); at += 4 * nEos;
+  const offsets = u32(at, size + 1); at += 4 * (size + 1);
+  const order = u32(at, nText); at += 4 * nText;
+  const special = data.subarray(at, at + size); at += size;
+  const bytes = data.subarray(at, at + byteCount);
+  if (offsets[0] !== 0 || offsets[size] !== byteCount) bad("token offsets do not span the bytes");
+  for (let i = 0; i < size; i++) if (offsets[i + 1]! < offsets[i]!) bad(`token ${i}'s offsets decrease`);
+  let text = 0;
+  for (let i = 0; i < size; i++) {
+    if (special[i]! > 1) bad(`token ${i} has kind ${special[i]}`);
+    if (!special[i]) text++;
+  }
+  if (text !== nText) bad(`${nText} sorted text tokens, but ${text} text tokens`);
+  for (const id of eos) if (id >= size || !special[id]) bad(`EOS id ${id} is not a special token of the vocabulary`);
+  // The order is a permutation of the text ids, sorted by bytes (a wrong order would make the
+  // runtime refuse the trie; checked here to name the file instead).
+  const seen = new Uint8Array(size);
+  for (let k = 0; k < nText; k++) {
+    const id = order[k]!;
+    if (id >= size || special[id] || seen[id]) bad(`sorted token list entry ${k} (${id}) is not a new text token`);
+    seen[id] = 1;
+    if (k > 0 && compareTokens(bytes, offsets, order[k - 1]!, id) > 0) bad(`sorted token list is out of order at entry ${k}`);
+  }
+  return { bytes, offsets, special, eos, order, family: FAMILIES[familyCode]!, addsPrefixSpace: prefix === 1 };
+}
+
+function compareTokens(bytes: Uint8Array, offsets: Uint32Array, a: number, b: number): number {
+  let i = offsets[a]!, j = offsets[b]!;
+  const ie = offsets[a + 1]!, je = offsets[b + 1]!;
+  for (; i < ie && j < je; i++, j++) if (bytes[i] !== bytes[j]) return bytes[i]! - bytes[j]!;
+  return ie - i - (je - j) || a - b;
+}

@@ -1,0 +1,78 @@
+/**
+ * The fast vocabulary load (bindings/tokenizer-json-scan.ts: merges skipped, pieces kept as file
+ * bytes) against the plain one (JSON.parse, then fromTokenizerJsonObject) on every real tokenizer:
+ * the same tokens, bytes, specials, EOS, family; the prepared file (bindings/prepared-vocab.ts)
+ * round-trips and refuses damaged input; the trie order (bindings/token-order.ts) is the
+ * comparison sort's.
+ */
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { Vocabulary, VocabularyError } from "../../bindings/vocab.js";
+import { sortTextTokens } from "../../bindings/token-order.js";
+import { TOKENIZER_NAMES, tokenizerJsonPath } from "../helpers/tokenizers.js";
+
+function expectSame(a: Vocabulary, b: Vocabulary): void {
+  expect([a.size, a.family, a.addsPrefixSpace, a.eos]).toEqual([b.size, b.family, b.addsPrefixSpace, b.eos]);
+  const fa = a.flat(), fb = b.flat();
+  expect(Buffer.from(fa.special).equals(Buffer.from(fb.special))).toBe(true);
+  expect(Buffer.from(fa.offsets.buffer, fa.offsets.byteOffset, fa.offsets.byteLength).equals(Buffer.from(fb.offsets.buffer, fb.offsets.byteOffset, fb.offsets.byteLength))).toBe(true);
+  expect(Buffer.from(fa.bytes.subarray(0, fa.offsets[a.size])).equals(Buffer.from(fb.bytes.subarray(0, fb.offsets[b.size])))).toBe(true);
+}
+
+describe("loading a vocabulary fast", () => {
+  for (const name of TOKENIZER_NAMES) {
+    it(`${name}: the scanned tokenizer.json, the parsed one and the prepared file agree`, async () => {
+      const path = tokenizerJsonPath(name);
+      const plain = Vocabulary.fromTokenizerJsonObject(JSON.parse(readFileSync(path, "utf8")));
+      const fast = await Vocabulary.fromTokenizerJson(path);
+      expectSame(fast, plain);
+      const prepared = Vocabulary.fromPrepared(fast.toPrepared());
+      expectSame(prepared, plain);
+      expect(prepared.textOrder()).toEqual(fast.textOrder());
+      // fromTokenizerJson recognizes a prepared file by its magic.
+      expectSame(await Vocabulary.fromTokenizerJson(fast.toPrepared()), plain);
+    });
+  }
+
+  it("falls back to the whole parse for a file laid out otherwise, and words JSON errors", async () => {
+    const json = JSON.parse(readFileSync(tokenizerJsonPath("llama2"), "utf8")) as { model: Record<string, unknown> } & Record<string, unknown>;
+    // merges first, model first, escapes in keys: the same vocabulary.
+    const { vocab, merges, ...rest } = json.model;
+    const { model, ...top } = json;
+    void model;
+    const reordered = JSON.stringify({ model: { merges, ...rest, vocab }, ...top }).replace(/"<unk>"/, '"\\u003cunk>"');
+    expectSame(await Vocabulary.fromTokenizerJson(new TextEncoder().encode(reordered)), Vocabulary.fromTokenizerJsonObject(json));
+    const truncated = new TextEncoder().encode(reordered.slice(0, -100));
+    await expect(Vocabulary.fromTokenizerJson(truncated)).rejects.toThrow(/is not JSON/);
+  });
+
+  it("refuses a damaged prepared file, saying what is wrong", async () => {
+    const good = (await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama2"))).toPrepared();
+    const flip = good.slice();
+    flip[flip.length - 10]! ^= 1;
+    const version = good.slice();
+    version[4] = 9;
+    const cases: [Uint8Array, RegExp][] = [
+      [good.subarray(0, 20), /shorter than the 36-byte header/],
+      [good.subarray(0, good.length - 1), /truncated or padded/],
+      [flip, /checksum mismatch/],
+      [version, /format version 9.*specc vocab/],
+    ];
+    for (const [bytes, why] of cases) {
+      expect(() => Vocabulary.fromPrepared(bytes, "x.vocab")).toThrow(VocabularyError);
+      expect(() => Vocabulary.fromPrepared(bytes, "x.vocab")).toThrow(why);
+    }
+  });
+
+  it("sorts the trie order as the comparison sort does", async () => {
+    const v = await Vocabulary.fromTokenizerJson(tokenizerJsonPath("qwen3"));
+    const { bytes, offsets, special } = v.flat();
+    const slow = Uint32Array.from([...Array(v.size).keys()].filter((id) => !special[id])).sort((a, b) => {
+      let i = offsets[a]!, j = offsets[b]!;
+      const ie = offsets[a + 1]!, je = offsets[b + 1]!;
+      for (; i < ie && j < je; i++, j++) if (bytes[i] !== bytes[j]) return bytes[i]! - bytes[j]!;
+      return ie - i - (je - j) || a - b;
+    });
+    expect(sortTextTokens(bytes, offsets, special)).toEqual(slow);
+  });
+});
