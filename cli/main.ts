@@ -15,6 +15,7 @@ import { cmdCompile } from "./compile.js";
 import { cmdDemo } from "./demo.js";
 import { runPlanCommand } from "./plan.js";
 import { cmdPlayground } from "./playground.js";
+import { cmdVocab } from "./vocab.js";
 import { cmdRender } from "./render.js";
 import { cmdReplay } from "./replay.js";
 import { cmdSample } from "./sample.js";
@@ -60,13 +61,16 @@ usage:
                                          Formal-LLM planning: expand the grammar choice by choice,
                                          each tool at most once, backtracking on dead ends
   specc demo    [--out DIR]              compile, render and run the bundled ReAct example
+  specc vocab   tokenizer.json -o NAME.vocab
+                                         a prepared vocabulary that loads in milliseconds; compile --vocab
+                                         and Vocabulary.fromTokenizerJson accept it for a tokenizer.json
   specc playground [SPEC] [--port N]     serve the playground page on 127.0.0.1 (its URL is the first
                                          line printed): edit a spec with live diagnostics, its diagram,
                                          a transcript stepped token by token; until Ctrl-C
 
 exit codes: 0 ok, 1 trace does not conform, 2 usage error, 3 error in an input file, 70 internal error`;
 
-const COMMANDS = ["compile", "render", "check", "replay", "sample", "bench", "plan", "demo", "playground"] as const;
+const COMMANDS = ["compile", "render", "check", "replay", "sample", "bench", "plan", "demo", "playground", "vocab"] as const;
 
 /** One command's part of USAGE (its `specc CMD` lines and their continuations), for `specc CMD --help`. */
 export function commandUsage(cmd: string): string {
@@ -101,6 +105,7 @@ export async function main(argv: string[], io: Io = { out: (s) => process.stdout
       case "plan": return await runPlanCommand(rest, io);
       case "bench": return await cmdBench(rest, io, sources);
       case "playground": return await cmdPlayground(rest, io);
+      case "vocab": return await cmdVocab(rest, io);
       case undefined: case "-h": case "--help": case "help":
         io.out(USAGE);
         return cmd === undefined ? EXIT.usage : EXIT.ok;

@@ -8,9 +8,9 @@
  * Timings are process.hrtime.bigint() around one call (`now` / `since`), reported as percentiles
  * (`stats`).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { arch, cpus, loadavg, platform, release, totalmem } from "node:os";
+import { arch, cpus, loadavg, platform, release, tmpdir, totalmem } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { firstMarker, type Trace } from "../../compiler/trace.js";
@@ -196,18 +196,30 @@ export interface LoadedVocab {
   pieces: string[];
   /** The decoder family as XGrammar names it. */
   xgrammarVocabType: "byte_level" | "byte_fallback" | "raw";
+  /** `Vocabulary.fromTokenizerJson(path)`: the file read and converted, cold (the first call in the process), ms. */
   loadMs: number;
+  /** The same vocabulary from its prepared file (`specc vocab`), read from disk, ms. */
+  preparedMs: number;
 }
 
 export async function loadVocab(path: string, name = basename(dirname(dirname(path)))): Promise<LoadedVocab> {
+  // What a decoder calls: the file read and converted (bindings/tokenizer-json-scan.ts), then the
+  // prepared file `specc vocab` writes, read back. The vocabulary used from here on is the
+  // prepared one (identical tokens; it carries the trie order, as a .vocab user's does).
   const t0 = now();
+  const fromJson = await Vocabulary.fromTokenizerJson(path);
+  const loadMs = since(t0) / 1e6;
+  const prepPath = join(tmpdir(), `specc-bench-${process.pid}-${name}.vocab`);
+  writeFileSync(prepPath, fromJson.toPrepared());
+  const t1 = now();
+  const vocab = await Vocabulary.fromTokenizerJson(prepPath);
+  const preparedMs = since(t1) / 1e6;
+  rmSync(prepPath, { force: true });
   const json = JSON.parse(readFileSync(path, "utf8")) as {
     model: { vocab: Record<string, number> | [string, number][] };
     added_tokens?: { id: number; content: string }[];
     decoder?: { type?: string; decoders?: { type?: string }[] } | null;
   };
-  const vocab = Vocabulary.fromTokenizerJsonObject(json, {}, path);
-  const loadMs = since(t0) / 1e6;
   const pieces: string[] = [];
   const v = json.model.vocab;
   if (Array.isArray(v)) v.forEach((e, i) => (pieces[i] = e[0]));
@@ -217,7 +229,7 @@ export async function loadVocab(path: string, name = basename(dirname(dirname(pa
   const decoders = dec?.type === "Sequence" ? (dec.decoders ?? []) : dec ? [dec] : [];
   const xgrammarVocabType = decoders.some((d) => d?.type === "ByteLevel") ? "byte_level" : decoders.some((d) => d?.type === "ByteFallback") ? "byte_fallback" : "raw";
   const encode = exactEncoder(await encoderFor(path), (id) => vocab.tokenBytes(id));
-  return { name, path, vocab, encode, pieces, xgrammarVocabType, loadMs };
+  return { name, path, vocab, encode, pieces, xgrammarVocabType, loadMs, preparedMs };
 }
 
 // ---- Token text (shared by the peers) -------------------------------------------------------------
@@ -270,6 +282,8 @@ export interface PreparedCase {
   spec: Spec;
   replay: Replay;
   loadMs: number;
+  /** Spec.load of the compiled .wasm with the (prepared) vocabulary, then the first mask: ms. */
+  firstMaskMs: number;
   /** How the spec was compiled (re-used to time the in-process compile). */
   compile: (path: string) => Compiled;
 }

@@ -97,7 +97,7 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
     progress(`[${done}/${total}] ${sv.label}: loading the vocabulary and tokenizer`);
     const v = await loadVocab(sv.path, sv.name);
     const xv = o.xgrammar ? await prepareXGrammarVocab(v) : null;
-    vocabs.push({ name: sv.name, label: sv.label, ...(sv.note ? { note: sv.note } : {}), size: v.vocab.size, family: v.vocab.family, loadMs: v.loadMs, xgrammarTokenizerInfoMs: xv?.infoMs ?? null });
+    vocabs.push({ name: sv.name, label: sv.label, ...(sv.note ? { note: sv.note } : {}), size: v.vocab.size, family: v.vocab.family, loadMs: v.loadMs, preparedMs: v.preparedMs, xgrammarTokenizerInfoMs: xv?.infoMs ?? null });
     const prepared: PreparedCase[] = [];
     const results: CaseResult[] = [];
     try {

@@ -16,7 +16,7 @@ export interface SuiteResult {
   /** os.loadavg() when the run started (machine.loadavg is at its end). */
   loadavgStart: number[];
   settings: { iterations: number; batchSamples: number; xgrammarIterations: number | null; xgrammarVariants: XGrammarVariant[]; benny: { maxTime: number; minSamples: number } | null };
-  vocabs: { name: string; label: string; note?: string; size: number; family: string; loadMs: number; xgrammarTokenizerInfoMs: number | null }[];
+  vocabs: { name: string; label: string; note?: string; size: number; family: string; loadMs: number; preparedMs?: number; xgrammarTokenizerInfoMs: number | null }[];
   cases: CaseResult[];
   compileCommand: CompileCommandResult[];
   llamaCpp: LlamaCppResult[] | { error: string } | null;
@@ -153,7 +153,7 @@ export function renderResultsMarkdown(r: SuiteResult): string {
   L.push(`- machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB memory, ${m.os}; load average ${r.loadavgStart[0]} at the start, ${m.loadavg[0]} at the end (1 min; the machine may be shared with other work, which shows up as noise, mostly in p99s)`);
   L.push(`- Node ${m.node}; ${Object.entries(m.packages).map(([k, v]) => `${k} ${v ?? "(not installed)"}`).join(", ")}`);
   L.push(`- settings: ${r.settings.iterations} timed replays per case for specc, ${r.settings.xgrammarIterations ?? 0} for XGrammar (${r.settings.xgrammarVariants.join(" + ") || "not run"}), ${r.settings.batchSamples} batch samples${r.settings.benny ? `, benny maxTime ${r.settings.benny.maxTime} s per case` : ""}`);
-  L.push(`- vocabularies: ${r.vocabs.map((v) => `${v.label} = ${v.size} tokens (${v.family}${v.note ? `; ${v.note}` : ""}; tokenizer.json → bytes ${fmtMs(v.loadMs)}${v.xgrammarTokenizerInfoMs !== null ? `, XGrammar TokenizerInfo ${fmtMs(v.xgrammarTokenizerInfoMs)}` : ""})`).join("; ")}`);
+  L.push(`- vocabularies: ${r.vocabs.map((v) => `${v.label} = ${v.size} tokens (${v.family}${v.note ? `; ${v.note}` : ""}; tokenizer.json → Vocabulary ${fmtMs(v.loadMs)}${v.xgrammarTokenizerInfoMs !== null ? `, XGrammar TokenizerInfo ${fmtMs(v.xgrammarTokenizerInfoMs)}` : ""})`).join("; ")}`);
   L.push("");
   L.push("Latencies are `process.hrtime.bigint()` around one call, per LLM token of a seed transcript tokenized with the vocabulary's real tokenizer (p50 / p99; the timer's own cost, ~" + fmtUs(r.cases[0]?.timerOverheadNs ?? 0) + ", is included, not subtracted). The per-token comparison with XGrammar times back-to-back calls at each token together and divides (specc " + (r.cases[0]?.perToken.reps ?? SPECC_REPS) + " calls, XGrammar " + XGRAMMAR_REPS + "), because specc's calls are shorter than the timer itself. benny figures are ops/s (benchmark.js), which have no percentiles.", "");
 
@@ -161,6 +161,17 @@ export function renderResultsMarkdown(r: SuiteResult): string {
   L.push("The latency targets are stated for Llama 3.1's 128k vocabulary: the headline column is the worst of the benchmarked specs on it; the last column is the worst over every vocabulary.", "");
   L.push(markdownTable(["target", "Llama 3.1: worst measured", "verdict", "all vocabularies: worst measured", "verdict"],
     suiteTargets(r).map((x) => [x.target, x.headline?.measured ?? "—", x.headline?.verdict ?? "—", x.all.measured, x.all.verdict]), ["l", "r", "l", "r", "l"]));
+  L.push("");
+
+  L.push("## Time to first mask", "");
+  L.push("What a decoder waits for before its first constrained token (issue 15), in this run. Vocabulary: `Vocabulary.fromTokenizerJson(path)` (read + convert, the first call in the process) against XGrammar's `TokenizerInfo` built from the same token strings (its input already in memory), target: at most XGrammar's time; the prepared file (`specc vocab`) read back, target ≤ 20 ms. Then `Spec.load` of the compiled .wasm with that vocabulary through the first mask, target ≤ 50 ms on Llama 3.", "");
+  L.push(markdownTable(["vocabulary", "tokenizer.json → Vocabulary", "XGrammar TokenizerInfo", "verdict", "prepared .vocab", "verdict"], r.vocabs.map((v) => {
+    const x = v.xgrammarTokenizerInfoMs;
+    const p = v.preparedMs;
+    return [v.label, fmtMs(v.loadMs), x === null ? "—" : fmtMs(x), x === null ? "—" : v.loadMs <= x ? "met" : `MISSED by ${(v.loadMs / x).toFixed(2)}×`, p === undefined ? "—" : fmtMs(p), p === undefined ? "—" : p <= 20 ? "met" : `MISSED by ${(p / 20).toFixed(2)}×`];
+  }), ["l", "r", "r", "l", "r", "l"]));
+  L.push("");
+  L.push(markdownTable(["spec", "vocabulary", "Spec.load → first mask", "verdict (≤ 50 ms)"], r.cases.filter((c) => c.firstMaskMs !== undefined).map((c) => [c.spec, label(c.vocab), fmtMs(c.firstMaskMs), c.firstMaskMs <= 50 ? "met" : `MISSED by ${(c.firstMaskMs / 50).toFixed(2)}×`]), ["l", "l", "r", "l"]));
   L.push("");
 
   const xgVariants = r.settings.xgrammarVariants;

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { EXIT, main } from "../../cli/main.js";
 
-const COMMANDS = ["compile", "render", "check", "replay", "sample", "bench", "plan", "demo", "playground"];
+const COMMANDS = ["compile", "render", "check", "replay", "sample", "bench", "plan", "demo", "playground", "vocab"];
 
 async function run(argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = "";
