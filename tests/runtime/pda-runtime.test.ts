@@ -1,5 +1,5 @@
 /**
- * The runtime's pushdown mode (runtime-wasm/index.ts, docs/abi.md "Pushdown mode") checked against
+ * The runtime's pushdown mode (runtime-wasm/pushdown*.ts, docs/abi.md "Pushdown mode") checked against
  * the reference semantics, PdaRunner (compiler/grammar/pda.ts): along seeded token walks through
  * the wasm matcher (tokens sampled from its own masks, steered into deep nesting), every checked
  * configuration's mask must equal a brute force — every token's bytes run through PdaRunner from

@@ -1,0 +1,321 @@
+/**
+ * @fileoverview The vocabulary (ABI 2) and the distinct-mask store (part of specc's WebAssembly
+ * runtime; index.ts lists the modules).
+ *
+ * The host attaches a vocabulary once (`vocab_alloc`, write the regions, `vocab_ready`, which
+ * validates everything it was given): token offsets, bytes and kinds and a token trie in DFS order.
+ * `vocab_ready` also sizes the store of distinct masks (identical masks are stored once), so the
+ * store and `intern` live here; masks.ts computes the masks that go into it.
+ */
+
+import { F_YIELD, H_CLASSMAP, H_NCLASSES, H_NSTATES, NONE16, flagsOf, hdr, region } from "./layout";
+import { tables_ok, transBase } from "./tables";
+
+// ---- Vocabulary (ABI 2) ---------------------------------------------------------------------------
+
+/** Token kinds (`tok_kind` region). */
+// @ts-ignore: decorator
+@inline export const K_TEXT: u32 = 0;
+// @ts-ignore: decorator
+@inline const K_SPECIAL: u32 = 1;
+// @ts-ignore: decorator
+@inline export const K_EOS: u32 = 2;
+/** Trie node record: u32 `byte | depth << 8` (a class instead of the byte after `vocab_ready`),
+ * u32 skip (index of the first node after the subtree), u32 first index into `trie_ids`. */
+// @ts-ignore: decorator
+@inline export const NODE: usize = 12;
+/** Limits that keep every size computation inside 32 bits. */
+// @ts-ignore: decorator
+@inline const MAX_VOCAB: u32 = 1 << 24;
+// @ts-ignore: decorator
+@inline const MAX_NODES: u32 = 1 << 24;
+// @ts-ignore: decorator
+@inline const MAX_BYTES: u32 = 1 << 28;
+
+/** 0 = no vocabulary, 1 = regions allocated (host writing), 2 = validated and in use. */
+export let vocabPhase: i32 = 0;
+export let vocabSize: u32 = 0;
+export let nNodes: u32 = 0;
+export let nTrie: u32 = 0;
+let nBytes: u32 = 0;
+export let nodesPtr: usize = 0;
+export let trieIdsPtr: usize = 0;
+export let tokOffPtr: usize = 0;
+export let tokBytesPtr: usize = 0;
+export let tokKindPtr: usize = 0;
+let words: u32 = 0;
+export let maskBytes: usize = 0;
+export let maxDepth: u32 = 0;
+/** Per-depth walk stack: u32 transition-row address (and, for budget walks, a u32 tag). */
+export let stackPtr: usize = 0;
+export let tagPtr: usize = 0;
+export let eosPtr: usize = 0;
+export let nEos: u32 = 0;
+/** i32[nStates]: distinct-mask index of each state's mask, -1 = not computed yet. */
+export let stateMaskPtr: usize = 0;
+/** Distinct masks: pointers and hashes (room for 2 × nStates + 1), open-addressing index. */
+export let maskPtrsPtr: usize = 0;
+export let maskHashPtr: usize = 0;
+export let nMasks: u32 = 0;
+let htPtr: usize = 0;
+let htMask: u32 = 0;
+export let zeroMask: i32 = -1;
+/**
+ * Transitions the trie walks read: the tables' own, or (only for tables whose yield states have
+ * transitions, which specc never writes) a copy with those rows emptied, so that a walk needs no
+ * per-node yield check.
+ */
+export let walkTrans: usize = 0;
+
+/** Allocate a zeroed block (the stub allocator hands out fresh, but not necessarily zero, memory). */
+export function allocZero(n: usize): usize {
+  const p = heap.alloc(n > 0 ? n : 4);
+  memory.fill(p, 0, n);
+  return p;
+}
+
+/**
+ * Reserve the vocabulary regions. `vocabSize` token ids, `nodes` trie nodes (the root included),
+ * `trieTokens` ids listed in the trie, `bytes` token bytes in all. 0, or -1 (no valid tables, a
+ * vocabulary already attached, or sizes out of range); the host then writes the regions given by
+ * `vocab_region` and calls `vocab_ready`.
+ */
+export function vocab_alloc(size: i32, nodes: i32, trieTokens: i32, bytes: i32): i32 {
+  if (!tables_ok() || vocabPhase != 0) return -1;
+  if (size < 1 || <u32>size > MAX_VOCAB || nodes < 1 || <u32>nodes > MAX_NODES) return -1;
+  if (trieTokens < 0 || trieTokens > size || bytes < 0 || <u32>bytes > MAX_BYTES) return -1;
+  vocabSize = <u32>size;
+  nNodes = <u32>nodes;
+  nTrie = <u32>trieTokens;
+  nBytes = <u32>bytes;
+  nodesPtr = allocZero((<usize>nNodes + 1) * NODE);
+  trieIdsPtr = allocZero(<usize>nTrie << 2);
+  tokOffPtr = allocZero((<usize>vocabSize + 1) << 2);
+  tokBytesPtr = allocZero(<usize>nBytes);
+  tokKindPtr = allocZero(<usize>vocabSize);
+  vocabPhase = 1;
+  return 0;
+}
+
+/** Address of vocabulary region `k` (0 nodes, 1 trie_ids, 2 tok_off, 3 tok_bytes, 4 tok_kind), 0 if none. */
+export function vocab_region(k: i32): i32 {
+  if (vocabPhase == 0) return 0;
+  switch (k) {
+    case 0: return <i32>nodesPtr;
+    case 1: return <i32>trieIdsPtr;
+    case 2: return <i32>tokOffPtr;
+    case 3: return <i32>tokBytesPtr;
+    case 4: return <i32>tokKindPtr;
+  }
+  return 0;
+}
+
+// @ts-ignore: decorator
+@inline function nodeW0(i: u32): u32 {
+  return load<u32>(nodesPtr + <usize>i * NODE);
+}
+
+// @ts-ignore: decorator
+@inline function nodeSkip(i: u32): u32 {
+  return load<u32>(nodesPtr + <usize>i * NODE, 4);
+}
+
+// @ts-ignore: decorator
+@inline function nodeTok(i: u32): u32 {
+  return load<u32>(nodesPtr + <usize>i * NODE, 8);
+}
+
+/**
+ * Validate what the host wrote and make the vocabulary usable. 0, or a negative code (docs/abi.md):
+ * -1 not allocated or already ready, -2 token offsets, -3 token kinds, -4 trie shape (depths,
+ * skips), -5 trie token ranges, -6 a trie entry (id out of range, not a text token, listed twice,
+ * or bytes that differ from the node's path), -7 a text token missing from the trie.
+ */
+export function vocab_ready(): i32 {
+  if (vocabPhase != 1) return -1;
+  const V = vocabSize;
+  const n = nNodes;
+  // Token offsets and kinds.
+  if (load<u32>(tokOffPtr) != 0 || load<u32>(tokOffPtr + (<usize>V << 2)) != nBytes) return -2;
+  for (let id: u32 = 0; id < V; id++) {
+    if (load<u32>(tokOffPtr + (<usize>id << 2)) > load<u32>(tokOffPtr + (<usize>(id + 1) << 2))) return -2;
+  }
+  nEos = 0;
+  for (let id: u32 = 0; id < V; id++) {
+    const k = <u32>load<u8>(tokKindPtr + id);
+    if (k > K_EOS) return -3;
+    if (k == K_EOS) nEos++;
+  }
+  // Trie shape: DFS pre-order, root first.
+  if (nodeW0(0) != 0 || nodeSkip(0) != n) return -4;
+  let md: u32 = 0;
+  let prev: u32 = 0;
+  for (let i: u32 = 1; i < n; i++) {
+    const d = nodeW0(i) >>> 8;
+    if (d < 1 || d > prev + 1) return -4;
+    if (d > md) md = d;
+    prev = d;
+  }
+  maxDepth = md;
+  stackPtr = allocZero((<usize>md + 1) << 2);
+  tagPtr = allocZero((<usize>md + 1) << 2);
+  // Skips: a node's subtree ends at the first later node that is not deeper (or at n).
+  const open = stackPtr; // open[d] = the node at depth d on the current path
+  let top: u32 = 0;
+  for (let j: u32 = 1; j <= n; j++) {
+    const d = j < n ? nodeW0(j) >>> 8 : 1;
+    while (top >= d) {
+      if (nodeSkip(load<u32>(open + (<usize>top << 2))) != j) return -4;
+      top--;
+    }
+    if (j < n) {
+      store<u32>(open + (<usize>d << 2), j);
+      top = d;
+    }
+  }
+  // Token ranges: non-decreasing from 0 to nTrie (the sentinel record after the last node).
+  if (nodeTok(0) != 0 || nodeTok(n) != nTrie) return -5;
+  for (let i: u32 = 0; i < n; i++) if (nodeTok(i) > nodeTok(i + 1)) return -5;
+  // Every trie entry is a text token whose bytes spell the node's path, each listed once.
+  const seen = allocZero(((<usize>V + 31) >>> 5) << 2);
+  const path = allocZero(<usize>md + 1);
+  let bad = false;
+  for (let i: u32 = 0; i < n && !bad; i++) {
+    const d = nodeW0(i) >>> 8;
+    if (i > 0) store<u8>(path + <usize>d - 1, <u8>(nodeW0(i) & 0xff));
+    const end = nodeTok(i + 1);
+    for (let a = nodeTok(i); a < end; a++) {
+      const id = load<u32>(trieIdsPtr + (<usize>a << 2));
+      if (id >= V || <u32>load<u8>(tokKindPtr + id) != K_TEXT) { bad = true; break; }
+      const w = seen + (<usize>(id >>> 5) << 2);
+      const bit: u32 = 1 << (id & 31);
+      if (load<u32>(w) & bit) { bad = true; break; }
+      store<u32>(w, load<u32>(w) | bit);
+      const off = load<u32>(tokOffPtr + (<usize>id << 2));
+      const len = load<u32>(tokOffPtr + (<usize>(id + 1) << 2)) - off;
+      if (len != d || (d > 0 && memory.compare(tokBytesPtr + off, path, <usize>d) != 0)) { bad = true; break; }
+    }
+  }
+  if (bad) return -6;
+  for (let id: u32 = 0; id < V; id++) {
+    if (<u32>load<u8>(tokKindPtr + id) == K_TEXT && !(load<u32>(seen + (<usize>(id >>> 5) << 2)) & (<u32>1 << (id & 31)))) return -7;
+  }
+  // Ready: bytes become classes, bookkeeping for the mask cache.
+  const classmap = region(H_CLASSMAP);
+  for (let i: u32 = 1; i < n; i++) {
+    const p = nodesPtr + <usize>i * NODE;
+    const w0 = load<u32>(p);
+    store<u32>(p, (w0 & 0xffffff00) | <u32>load<u8>(classmap + (w0 & 0xff)));
+  }
+  eosPtr = allocZero(<usize>nEos << 2);
+  let e: usize = 0;
+  for (let id: u32 = 0; id < V; id++) {
+    if (<u32>load<u8>(tokKindPtr + id) == K_EOS) {
+      store<u32>(eosPtr + (e << 2), id);
+      e++;
+    }
+  }
+  words = (V + 31) >>> 5;
+  maskBytes = <usize>words << 2;
+  const ns = <usize>hdr(H_NSTATES);
+  walkTrans = transBase;
+  const nc = <usize>hdr(H_NCLASSES);
+  for (let st: usize = 0; st < ns; st++) {
+    if (!(flagsOf(<u32>st) & F_YIELD)) continue;
+    for (let c: usize = 0; c < nc; c++) {
+      if (<u32>load<u16>(walkTrans + ((st * nc + c) << 1)) != NONE16) {
+        const copy = heap.alloc((ns * nc) << 1);
+        memory.copy(copy, walkTrans, (ns * nc) << 1);
+        for (let y: usize = 0; y < ns; y++) {
+          if (flagsOf(<u32>y) & F_YIELD) memory.fill(copy + ((y * nc) << 1), 0xff, nc << 1);
+        }
+        walkTrans = copy;
+        break;
+      }
+    }
+    if (walkTrans != transBase) break;
+  }
+  stateMaskPtr = heap.alloc(ns << 2);
+  memory.fill(stateMaskPtr, 0xff, ns << 2);
+  const cap: usize = ns * 2 + 1;
+  maskPtrsPtr = allocZero(cap << 2);
+  maskHashPtr = allocZero(cap << 2);
+  let ht: usize = 16;
+  while (ht < cap * 2) ht <<= 1;
+  htPtr = heap.alloc(ht << 2);
+  memory.fill(htPtr, 0xff, ht << 2);
+  htMask = <u32>ht - 1;
+  vocabPhase = 2;
+  const z = heap.alloc(maskBytes);
+  memory.fill(z, 0, maskBytes);
+  zeroMask = intern(z);
+  return 0;
+}
+
+export function vocab_size(): i32 {
+  return vocabPhase == 2 ? <i32>vocabSize : 0;
+}
+
+export function mask_words(): i32 {
+  return vocabPhase == 2 ? <i32>words : 0;
+}
+
+/** Deepest trie node (= longest token in bytes); 0 before `vocab_ready`. */
+export function vocab_max_depth(): i32 {
+  return vocabPhase == 2 ? <i32>maxDepth : 0;
+}
+
+// ---- Distinct-mask store (sized by vocab_ready; filled by `intern`) ----
+
+/**
+ * Hash of a mask for `intern`: FNV-1a style over u64 words in two independent lanes (their multiplies
+ * overlap; a mask is hashed once per state, so this is a visible part of a precompute), then the
+ * tail words; the high half is folded in because the table index takes the low bits.
+ */
+function hashMask(p: usize): u32 {
+  let a: u64 = 0xcbf29ce484222325;
+  let b: u64 = 0x84222325cbf29ce4;
+  const end = p + maskBytes;
+  const end16 = p + (maskBytes & ~(<usize>15));
+  for (; p < end16; p += 16) {
+    a = (a ^ load<u64>(p)) * 0x100000001b3;
+    b = (b ^ load<u64>(p, 8)) * 0x100000001b3;
+  }
+  for (; p < end; p += 4) a = (a ^ <u64>load<u32>(p)) * 0x100000001b3;
+  const h = a ^ (b * 0x9e3779b97f4a7c15);
+  return <u32>(h ^ (h >>> 32));
+}
+
+/** Index of the distinct mask equal to the fresh block `p` (the last allocation, freed if a copy). */
+export function intern(p: usize): i32 {
+  const h = hashMask(p);
+  let pos = h & htMask;
+  for (;;) {
+    const e = load<i32>(htPtr + (<usize>pos << 2));
+    if (e < 0) break;
+    if (load<u32>(maskHashPtr + (<usize>e << 2)) == h && memory.compare(<usize>load<u32>(maskPtrsPtr + (<usize>e << 2)), p, maskBytes) == 0) {
+      heap.free(p);
+      return e;
+    }
+    pos = (pos + 1) & htMask;
+  }
+  const idx = nMasks++;
+  store<u32>(maskPtrsPtr + (<usize>idx << 2), <u32>p);
+  store<u32>(maskHashPtr + (<usize>idx << 2), h);
+  store<i32>(htPtr + (<usize>pos << 2), <i32>idx);
+  return <i32>idx;
+}
+
+// @ts-ignore: decorator
+@inline export function maskAddr(idx: i32): usize {
+  return <usize>load<u32>(maskPtrsPtr + (<usize>idx << 2));
+}
+
+/** The store re-allocated by pdaGrowMasks (pushdown masks are not bounded by nStates). */
+// @ts-ignore: decorator
+@inline export function setMaskStore(ptrs: usize, hashes: usize, table: usize, mask: u32): void {
+  maskPtrsPtr = ptrs;
+  maskHashPtr = hashes;
+  htPtr = table;
+  htMask = mask;
+}
