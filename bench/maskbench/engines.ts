@@ -11,7 +11,7 @@
  * out-of-memory, not the end of the run.
  */
 import { Spec } from "../../bindings/spec.js";
-import type { LoadedVocab } from "../harness/common.js";
+import { now, since, type LoadedVocab } from "../harness/common.js";
 import type { XGrammarVocab } from "../harness/xgrammar.js";
 import { instanceText, type MaskBenchCase } from "./data.js";
 
@@ -44,14 +44,46 @@ const LOG_BASE = Math.log(1.02);
 export const bucketOf = (ns: number): number => Math.max(0, Math.floor(Math.log(Math.max(ns, 1)) / LOG_BASE));
 export const bucketValue = (b: number): number => Math.exp((b + 0.5) * LOG_BASE);
 
-const now = (): bigint => process.hrtime.bigint();
-const since = (t0: bigint): number => Number(process.hrtime.bigint() - t0);
 const bitSet = (mask: Int32Array, id: number): boolean => ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
 
 function verdictOf(instances: InstanceResult[]): Verdict {
   if (instances.some((i) => i.valid && !i.accepted)) return "validation_error";
   if (instances.some((i) => !i.valid && i.accepted)) return "invalidation_error";
   return "pass";
+}
+
+/** One engine's matcher, as the replay sees it. */
+interface ReplayMatcher<M> {
+  reset(): void;
+  /** The current mask: the call that is timed. */
+  mask(): M;
+  /** Is `tok` in the mask (not timed; releases the mask where the engine needs that)? */
+  has(mask: M, tok: number): boolean;
+  /** Advance by `tok`; false: the matcher refused a token its mask allowed. */
+  commit(tok: number): boolean;
+}
+
+/** Every instance token by token: mask times into a log histogram, and the verdict per instance. */
+function replay<M>(m: ReplayMatcher<M>, eos: number, instances: { valid: boolean; tokens: number[] }[]) {
+  const tbm: Record<number, number> = {};
+  const results: InstanceResult[] = [];
+  let inconsistent = 0;
+  for (const inst of instances) {
+    m.reset();
+    let rejectedAt = -1;
+    for (let i = 0; i < inst.tokens.length; i++) {
+      const tok = inst.tokens[i]!;
+      const a = now();
+      const mask = m.mask();
+      const b = bucketOf(since(a));
+      tbm[b] = (tbm[b] ?? 0) + 1;
+      if (!m.has(mask, tok)) { rejectedAt = i; break; }
+      if (!m.commit(tok)) { inconsistent++; rejectedAt = i; break; }
+    }
+    const accepted = rejectedAt < 0 && m.has(m.mask(), eos);
+    results.push({ valid: inst.valid, accepted, rejectedAt, tokens: inst.tokens.length });
+  }
+  return { verdict: verdictOf(results), tbm, instances: results, inconsistent };
 }
 
 /** Tokenized instances of a case (the same ids for every engine). */
@@ -77,29 +109,8 @@ export async function runSpecc(c: MaskBenchCase, v: LoadedVocab, compile: Schema
   const m = spec.matcher();
   m.maskView();
   const ttfmUs = since(t0) / 1e3;
-  const tbm: Record<number, number> = {};
-  const results: InstanceResult[] = [];
-  let inconsistent = 0;
   const eos = v.vocab.eos[0]!;
-  for (const inst of instances) {
-    m.reset();
-    let rejectedAt = -1;
-    for (let i = 0; i < inst.tokens.length; i++) {
-      const tok = inst.tokens[i]!;
-      const a = now();
-      const mask = m.maskView();
-      const dt = since(a);
-      const b = bucketOf(dt);
-      tbm[b] = (tbm[b] ?? 0) + 1;
-      const allowed = bitSet(mask, tok);
-      if (!allowed) { rejectedAt = i; break; }
-      const st = m.commit(tok);
-      if (st === "rejected") { inconsistent++; rejectedAt = i; break; }
-    }
-    const accepted = rejectedAt < 0 && bitSet(m.maskView(), eos);
-    results.push({ valid: inst.valid, accepted, rejectedAt, tokens: inst.tokens.length });
-  }
-  return { verdict: verdictOf(results), ttfmUs, tbm, instances: results, inconsistent };
+  return { ttfmUs, ...replay({ reset: () => m.reset(), mask: () => m.maskView(), has: bitSet, commit: (tok) => m.commit(tok) !== "rejected" }, eos, instances) };
 }
 
 export async function runXGrammar(c: MaskBenchCase, xv: XGrammarVocab, eos: number, instances: { valid: boolean; tokens: number[] }[]): Promise<EngineResult> {
@@ -120,36 +131,15 @@ export async function runXGrammar(c: MaskBenchCase, xv: XGrammarVocab, eos: numb
   const first = m.handle.GetNextTokenBitmask(vsize);
   first.delete();
   const ttfmUs = since(t0) / 1e3;
-  const tbm: Record<number, number> = {};
-  const results: InstanceResult[] = [];
-  let inconsistent = 0;
+  const has = (vec: { get(i: number): string; delete(): void }, tok: number): boolean => {
+    const word = Number(vec.get(tok >>> 5));
+    vec.delete();
+    return ((word >>> (tok & 31)) & 1) === 1;
+  };
   try {
-    for (const inst of instances) {
-      m.reset();
-      let rejectedAt = -1;
-      for (let i = 0; i < inst.tokens.length; i++) {
-        const tok = inst.tokens[i]!;
-        const a = now();
-        const vec = m.handle.GetNextTokenBitmask(vsize);
-        const dt = since(a);
-        const b = bucketOf(dt);
-        tbm[b] = (tbm[b] ?? 0) + 1;
-        const word = Number(vec.get(tok >>> 5));
-        vec.delete();
-        if (((word >>> (tok & 31)) & 1) === 0) { rejectedAt = i; break; }
-        if (!m.acceptToken(tok)) { inconsistent++; rejectedAt = i; break; }
-      }
-      let accepted = false;
-      if (rejectedAt < 0) {
-        const vec = m.handle.GetNextTokenBitmask(vsize);
-        accepted = ((Number(vec.get(eos >>> 5)) >>> (eos & 31)) & 1) === 1;
-        vec.delete();
-      }
-      results.push({ valid: inst.valid, accepted, rejectedAt, tokens: inst.tokens.length });
-    }
+    return { ttfmUs, ...replay({ reset: () => m.reset(), mask: () => m.handle.GetNextTokenBitmask(vsize), has, commit: (tok) => m.acceptToken(tok) }, eos, instances) };
   } finally {
     m.dispose();
     cg.dispose();
   }
-  return { verdict: verdictOf(results), ttfmUs, tbm, instances: results, inconsistent };
 }

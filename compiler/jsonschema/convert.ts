@@ -371,10 +371,7 @@ class Converter {
   // ---- numbers ----
   private number(s: Record<string, unknown>, ptr: string, integer: boolean): string {
     const mo = s["multipleOf"];
-    if (mo !== undefined && !(integer && mo === 1)) {
-      if (!(integer && typeof mo === "number" && Number.isInteger(mo))) this.relax("multipleOf", ptr, "not supported");
-      else this.relax("multipleOf", ptr, "not supported");
-    }
+    if (mo !== undefined && !(integer && mo === 1)) this.relax("multipleOf", ptr, "not supported");
     let lo: number | null = null;
     let hi: number | null = null;
     let loX = false;

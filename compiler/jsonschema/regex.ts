@@ -78,9 +78,7 @@ function parse(p: string): Node {
     const neg = p[i] === "^";
     if (neg) i++;
     const ranges: CpRange[] = [];
-    let first = true;
-    while (i < p.length && (p[i] !== "]" || (first && false))) {
-      first = false;
+    while (i < p.length && p[i] !== "]") {
       let lo: CpRange[];
       if (p[i] === "\\") { i++; lo = escape(true); } else { const c = cp(); lo = [[c, c]]; }
       if (p[i] === "-" && p[i + 1] !== "]" && i + 1 < p.length && lo.length === 1 && lo[0]![0] === lo[0]![1]) {
