@@ -8,7 +8,7 @@
  * plus positioned diagnostics (error code, JSON pointer, line:col) and --lenient.
  * Verdicts go through the compiled .wasm (Spec.feed), the same automaton a decoder runs.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import Ajv from "ajv";
 import Ajv2020 from "ajv/dist/2020.js";
@@ -56,8 +56,11 @@ async function speccOf(schema: string | object, file = "t.schema.json") {
   return { c, accepts };
 }
 
-describe("llama.cpp's JSON Schema cases", () => {
-  const data = JSON.parse(readFileSync(join(root, "..", "shared", "peer-suites", "llamacpp-schema-cases.json"), "utf8")) as {
+const LLAMACPP_CASES = join(root, "..", "shared", "peer-suites", "llamacpp-schema-cases.json");
+
+// Skipped only where ../shared (the workspace's peer suites) is absent, as the model and MaskBench tests are.
+describe.skipIf(!existsSync(LLAMACPP_CASES))("llama.cpp's JSON Schema cases", () => {
+  const data = (existsSync(LLAMACPP_CASES) ? JSON.parse(readFileSync(LLAMACPP_CASES, "utf8")) : { cases: [] }) as {
     cases: { name: string; schema: string; pass: string[]; fail: string[] }[];
   };
   /** Where llama.cpp is stricter than JSON Schema: ajv accepts these, and so does specc. */
