@@ -8,6 +8,7 @@
 import { PdaRunner, pdaOfByteDfa } from "../compiler/grammar/pda.js";
 import { firstMarker, type Trace } from "../compiler/trace.js";
 import { seededRandom } from "../compiler/random.js";
+import { decodeBytes } from "../compiler/tokens.js";
 import type { Matcher, Spec } from "./spec.js";
 import type { Vocabulary } from "./vocab.js";
 
@@ -127,13 +128,17 @@ export function sampleTraces(spec: Spec, vocab: Vocabulary, o: SampleOptions): T
   const out: Trace[] = [];
   const masked = o.masked !== false;
   const maxTokens = o.maxTokens ?? 8192;
+  // Token bytes as the spec's automaton reads them: with token markers (`(:token ...)`) the
+  // vocabulary is bound to them (the marker ids read as one byte each, see token-markers.ts).
+  const bytesOf = automatonBytes(spec, vocab);
+  const eosIds = new Set((spec.vocab ?? vocab).eos);
   const allTokens: number[] = [];
-  for (let id = 0; id < vocab.size; id++) if (!vocab.isSpecial(id) || vocab.isEos(id)) allTokens.push(id);
+  for (let id = 0; id < vocab.size; id++) if (bytesOf(id) || eosIds.has(id)) allTokens.push(id);
   const byMask = new Map<number, Int32Array>();
-  const dec = new TextDecoder();
+  const dec = { decode: (b: Uint8Array) => decodeBytes(b, spec.tokens) };
   const envMarkers = spec.states.filter((s) => s.env).map((s) => s.marker);
   const k = o.maxStateTokens ?? 8;
-  const spell = speller(vocab);
+  const spell = speller(spec, vocab);
   const m: Matcher = spec.matcher();
   // A pushdown grammar has no spec states to move on to (and no budgets): past 4k tokens the
   // sampler writes a shortest completion instead (PdaRunner.finish), so every sample ends.
@@ -159,14 +164,15 @@ export function sampleTraces(spec: Spec, vocab: Vocabulary, o: SampleOptions): T
         const snapshot = m.state;
         if (ids && ids.every((id) => m.commit(id) !== "rejected")) {
           for (const b of rest!) bytes.push(b);
-          if (vocab.eos[0] !== undefined) m.commit(vocab.eos[0]);
+          const eos = [...eosIds][0];
+          if (eos !== undefined) m.commit(eos);
           break;
         }
         m.state = snapshot; // a completion that does not spell (e.g. mid-character): go on sampling
       }
       if (masked && !finisher && m.tokensInState >= k && rand() < 0.5) {
         // Past k tokens in a state, move on: write one of the valid next markers (or end the run).
-        const forced = forceMarker(m, spell, rand, spec, vocab.eos[0]);
+        const forced = forceMarker(m, spell, rand, spec, [...eosIds][0]);
         if (forced === "eos") break;
         if (forced !== null) {
           for (const b of forced.bytes) bytes.push(b);
@@ -183,8 +189,8 @@ export function sampleTraces(spec: Spec, vocab: Vocabulary, o: SampleOptions): T
       } else {
         tok = allTokens[Math.floor(rand() * allTokens.length)]!;
       }
-      if (vocab.isEos(tok)) break;
-      for (const b of vocab.tokenBytes(tok)!) bytes.push(b);
+      if (eosIds.has(tok)) break;
+      for (const b of bytesOf(tok)!) bytes.push(b);
       const yielded = masked ? m.commit(tok) === "yield" : envMarkers.some((mk) => dec.decode(Uint8Array.from(bytes)).endsWith(mk));
       if (yielded) yieldEnv();
     }
@@ -194,20 +200,27 @@ export function sampleTraces(spec: Spec, vocab: Vocabulary, o: SampleOptions): T
   return out;
 }
 
+/** Token id → the bytes the spec's automaton reads for it, or null (special). */
+function automatonBytes(spec: Spec, vocab: Vocabulary): (id: number) => Uint8Array | null {
+  if (!spec.tokens.length || !spec.vocab) return (id) => vocab.tokenBytes(id);
+  const { bytes, offsets, special } = spec.vocab.flat();
+  return (id) => (special[id] ? null : bytes.subarray(offsets[id]!, offsets[id + 1]!));
+}
+
 /** Greedy longest-match spelling of text as token ids (any valid tokenization will do here). */
-function speller(vocab: Vocabulary): (text: string) => number[] | null {
+function speller(spec: Spec, vocab: Vocabulary): (text: string) => number[] | null {
   const byBytes = new Map<string, number>();
   let maxLen = 0;
+  const bytesOf = automatonBytes(spec, vocab);
   for (let id = 0; id < vocab.size; id++) {
-    const b = vocab.tokenBytes(id);
+    const b = bytesOf(id);
     if (!b || b.length === 0 || b.length > 48) continue;
     const key = String.fromCharCode(...b);
     if (!byBytes.has(key)) byBytes.set(key, id);
     maxLen = Math.max(maxLen, b.length);
   }
-  const enc = new TextEncoder();
   return (text) => {
-    const s = String.fromCharCode(...enc.encode(text));
+    const s = String.fromCharCode(...spec.encode(text));
     const ids: number[] = [];
     for (let i = 0; i < s.length; ) {
       let found = -1, len = 0;

@@ -24,6 +24,8 @@ import type { ByteDfa } from "../compiler/ir.js";
 import type { FlatVocabulary } from "./vocab.js";
 import { readBytes, sourceName, type ByteSource } from "./source.js";
 import { sortTextTokens } from "./token-order.js";
+import { bindTokenMarkers, TokenMarkerError } from "./token-markers.js";
+import { decodeBytes, encodeText, tokenMarkers, type TokenMarker } from "../compiler/tokens.js";
 
 export const SUPPORTED_ABI_VERSION = 2;
 
@@ -134,6 +136,8 @@ export interface VocabularySource {
   flat(): FlatVocabulary;
   /** Optional: the text (non-special) ids sorted by bytes, as bindings/token-order.ts sorts them. */
   textOrder?(): Uint32Array;
+  /** Optional: the id of the token that is exactly this text (binds `(:token ...)` markers). */
+  tokenId?(text: string): number | undefined;
 }
 
 export interface LoadOptions {
@@ -300,8 +304,19 @@ export class Spec {
   readonly pushdown: boolean;
   /** Token ids covered by masks (0 without a vocabulary). */
   readonly vocabSize: number;
-  /** @internal the attached vocabulary (for forcedTokens) */
+  /** @internal the attached vocabulary (for forcedTokens), as bound to the token markers */
   vocab: VocabularySource | undefined;
+  /** The token markers (`(:token ...)`) of the spec: their text and the byte the automaton reads. */
+  readonly tokens: readonly TokenMarker[];
+
+  /**
+   * Text as the bytes the automaton reads: UTF-8, with each token marker's text read as that
+   * marker (compiler/tokens.ts). Bytes are taken as they are.
+   */
+  encode(text: string | Uint8Array): Uint8Array {
+    if (typeof text !== "string") return text;
+    return this.tokens.length ? encodeText(text, this.tokens).bytes : encoder.encode(text);
+  }
   private index: { byBytes: Map<string, number>; maxLen: number } | undefined;
 
   /** @internal token bytes → id (first non-special id), built on first use. */
@@ -335,6 +350,7 @@ export class Spec {
   private constructor(exports: SpecExports, states: TableSpecState[], dfa: ByteDfa) {
     this.exports = exports;
     this.states = Object.freeze(states.map((s) => Object.freeze({ ...s })));
+    this.tokens = Object.freeze(tokenMarkers(states));
     this.dfa = dfa;
     this.pushdown = dfa.calls !== undefined;
     this.vocabSize = exports.vocab_size();
@@ -412,6 +428,18 @@ export class Spec {
         // computed on first use, so any baked ones are ignored.
         if (vocab && !pushdown) bakedMasks = bakedMaskTable(module);
       } catch (e) { throw badWasm(`${what}: ${(e as Error).message}`); }
+    }
+    const tokens = tokenMarkers(parsed.states);
+    if (vocab && tokens.length) {
+      // Token markers: the marker ids read as the automaton's marker bytes (bindings/token-markers.ts).
+      // Masks baked at compile time may predate that binding: they are recomputed.
+      try {
+        vocab = bindTokenMarkers(vocab, tokens);
+      } catch (e) {
+        if (e instanceof TokenMarkerError) throw badWasm(`${what}: ${e.message}`);
+        throw e;
+      }
+      bakedMasks = undefined;
     }
     if (vocab) attachVocabulary(exports, vocab, opts.vocabSize ?? vocab.size);
     else if (opts.vocabSize !== undefined) throw new TypeError("Spec.load: vocabSize needs a vocab");
@@ -634,7 +662,7 @@ export class Matcher {
    * completed: stop generating and call `feedEnv` with the environment's text.
    */
   feed(text: string | Uint8Array): FeedResult {
-    const bytes = toBytes(text);
+    const bytes = this.spec.encode(text);
     const { ex, handle } = this;
     // One call, so a rejection leaves everything (state, token counter) as it was: text longer than
     // the scratch buffer goes through the module's growable output area.
@@ -654,7 +682,7 @@ export class Matcher {
     if (this.ex.m_done(this.handle)) throw new Error("feedText: the matcher is done (EOS was committed)");
     const r = this.feed(text);
     if (r.ok) return r.status;
-    const bytes = toBytes(text);
+    const bytes = this.spec.encode(text);
     const lo = Math.max(0, r.offset - 20);
     const context = decoder.decode(bytes.subarray(lo, r.offset + 10));
     throw new NonconformingTextError(
@@ -704,7 +732,11 @@ export class Matcher {
    */
   forced(): string {
     const b = this.forcedBytes();
-    return decoder.decode(b.subarray(0, validUtf8Prefix(b)));
+    const tokens = this.spec.tokens;
+    if (!tokens.length) return decoder.decode(b.subarray(0, validUtf8Prefix(b)));
+    // Token-marker bytes stand for their token's text (and feed back through `feedText` as such).
+    const plain = b.map((x) => (tokens.some((t) => t.byte === x) ? 0x41 : x));
+    return decodeBytes(b.subarray(0, validUtf8Prefix(plain)), tokens);
   }
 
   /**

@@ -127,6 +127,8 @@ export class Vocabulary {
   private readonly specials: Uint8Array;
   private readonly eosSet: Set<number>;
   private order: Uint32Array | undefined;
+  /** `added_tokens` of a tokenizer.json: content → id (special ones included), when known. */
+  private added: Map<string, number> | undefined;
 
   private constructor(
     flat: FlatVocabulary,
@@ -134,8 +136,10 @@ export class Vocabulary {
     family: VocabularyFamily,
     addsPrefixSpace: boolean,
     order?: Uint32Array,
+    added?: Map<string, number>,
   ) {
     this.order = order;
+    this.added = added;
     this.bytes = flat.bytes;
     this.offsets = flat.offsets;
     this.specials = flat.special;
@@ -314,7 +318,8 @@ export class Vocabulary {
       else sink.pushSentencePiece(piece, replacement, byteFallback);
     }
     offsets[size] = sink.length;
-    return new Vocabulary({ bytes: sink.finish(), offsets, special }, eos, family, addsPrefixSpace);
+    return new Vocabulary({ bytes: sink.finish(), offsets, special }, eos, family, addsPrefixSpace, undefined,
+      new Map(added.map((a) => [a.content, a.id])));
   }
 
   /**
@@ -386,6 +391,27 @@ export class Vocabulary {
     this.checkId(id);
     if (this.specials[id]) return null;
     return this.bytes.subarray(this.offsets[id], this.offsets[id + 1]);
+  }
+
+  /**
+   * The id of the token that is exactly `text`: an added token of the tokenizer.json with that
+   * content (special or not: `<|im_end|>`, `<tool_call>`), else a text token whose bytes are the
+   * text. `undefined` when there is none (a prepared vocabulary does not keep the names of its
+   * special tokens). Token markers (`(:token ...)`) are bound through this.
+   */
+  tokenId(text: string): number | undefined {
+    const a = this.added?.get(text);
+    if (a !== undefined) return a;
+    const want = new TextEncoder().encode(text);
+    for (let id = 0; id < this.size; id++) {
+      if (this.specials[id]) continue;
+      const o = this.offsets[id]!;
+      if (this.offsets[id + 1]! - o !== want.length) continue;
+      let k = 0;
+      while (k < want.length && this.bytes[o + k] === want[k]) k++;
+      if (k === want.length) return id;
+    }
+    return undefined;
   }
 
   /** Whether token `id` is special: never allowed, except EOS when the automaton accepts. */

@@ -23,7 +23,7 @@ export async function cmdCheck(args: string[], io: Io, sources: Map<string, stri
   }
   if (values.examples?.length) return checkPromptExamples(file, values.examples, values.from, !!values.json, io, sources);
   if (!values.trace?.length) throw new UsageError("missing --trace FILE (or --examples PROMPT.txt)");
-  const { engine, markers, names } = await loadEngine(file, sources, compileOptions(values, io));
+  const { engine, markers, names, tokens } = await loadEngine(file, sources, compileOptions(values, io));
   const name = (i: number) => (i < 0 ? "(start)" : names[i]!);
   // A grammar has no spec states (every spec has one at least): report in terms of the text.
   const grammar = names.length === 0;
@@ -34,7 +34,7 @@ export async function cmdCheck(args: string[], io: Io, sources: Map<string, stri
   for (const tf of values.trace) {
     const traceText = new TextDecoder().decode(readInput(tf));
     const trace = parseTrace(traceText, tf);
-    const v = runTrace(engine, trace, markers);
+    const v = runTrace(engine, trace, markers, tokens);
     if (v.verdict !== "conforms") failed++;
     if (values.json) {
       results.push({ trace: tf, ...v, ...("specState" in v ? { specState: name(v.specState), expected: v.expected.map((i) => markers[i]) } : {}) });

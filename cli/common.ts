@@ -5,6 +5,7 @@
  * this one (compile.ts, render.ts, check.ts, replay.ts, sample.ts, bench.ts, plan.ts, demo.ts);
  * main.ts dispatches and turns every failure into a diagnostic and an exit code.
  */
+import { tokenMarkers, type TokenMarker } from "../compiler/tokens.js";
 import { compileGrammarSource, compileIR, compileToWasm, isGrammarFile, parseSpecBytes, type CompiledGrammar, type Limits } from "../compiler/compile.js";
 import { SpecError } from "../compiler/diagnostics.js";
 import { decodeSource } from "../compiler/frontend/parse.js";
@@ -111,7 +112,7 @@ export function oneFile(positionals: string[], what: string): string {
   return positionals[0]!;
 }
 
-export async function loadEngine(file: string, sources: Map<string, string>, opts: CompileFileOptions): Promise<{ engine: Engine; markers: string[]; names: string[] }> {
+export async function loadEngine(file: string, sources: Map<string, string>, opts: CompileFileOptions): Promise<{ engine: Engine; markers: string[]; names: string[]; tokens: TokenMarker[] }> {
   if (file.endsWith(".wasm")) {
     const { Spec } = await import("../bindings/spec.js");
     let spec;
@@ -120,10 +121,10 @@ export async function loadEngine(file: string, sources: Map<string, string>, opt
       throw new InputError(`${file}: ${(e as Error).message}`);
     }
     const { wasmEngine } = await import("../bindings/spec.js");
-    return { engine: wasmEngine(spec), markers: spec.states.map((s) => s.marker), names: spec.states.map((s) => s.name) };
+    return { engine: wasmEngine(spec), markers: spec.states.map((s) => s.marker), names: spec.states.map((s) => s.name), tokens: tokenMarkers(spec.states) };
   }
   const c = compileFile(file, sources, opts);
-  return { engine: byteDfaEngine(c.byteDfa), markers: c.ir.states.map((s) => s.marker), names: c.ir.states.map((s) => s.name) };
+  return { engine: byteDfaEngine(c.byteDfa), markers: c.ir.states.map((s) => s.marker), names: c.ir.states.map((s) => s.name), tokens: tokenMarkers(c.ir.states) };
 }
 
 /** Loads a spec (compiling it when it is not a .wasm) with the vocabulary of a tokenizer.json. */

@@ -25,7 +25,27 @@ export type ContentIR =
    * `:grammar-text`). Compiled by bounded-stack expansion (grammar/regular.ts): exact up to
    * `maxDepth` nested recursive calls (the spec's `:max-depth`, else the compile option).
    */
-  | { kind: "grammar"; cfg: Cfg; source: GrammarSource; maxDepth?: number; span: Span };
+  | { kind: "grammar"; cfg: Cfg; source: GrammarSource; maxDepth?: number; span: Span }
+  /** `(:empty)`: only whitespace (e.g. between `</tool_call>` and the next marker). */
+  | { kind: "empty" }
+  /** `(:tool-name)`: one of the tool names of `(:tools ...)`, whitespace around it. Choosing it is a tool call. */
+  | { kind: "toolName"; span: Span }
+  /** `(:tool-args)`: JSON arguments valid for the tool chosen last (by a toolName or toolCall state). */
+  | { kind: "toolArgs"; maxDepth?: number; span: Span }
+  /** `(:tool-call)`: `{"name": N, "arguments": A}` with A valid for tool N (the Hermes/Qwen form). */
+  | { kind: "toolCall"; maxDepth?: number; span: Span };
+
+/** One tool of `(:tools "file")`: its name and the grammars of its arguments and of a whole call. */
+export interface ToolIR {
+  name: string;
+  /** The `parameters` / `input_schema` / `inputSchema` JSON Schema (the parsed value). */
+  schema: unknown;
+  /** Grammar of the arguments object (root rule `root`). */
+  args: Cfg;
+  /** Grammar of `{"name": "<name>", "arguments": <args>}`. */
+  call: Cfg;
+  span: Span;
+}
 
 /** Where a state's grammar came from: a file (path as resolved from the spec's folder) or inline text. */
 export interface GrammarSource {
@@ -47,6 +67,12 @@ export interface StateIR {
   span: Span;
   /** Where the marker string is written (diagnostics about markers point here). */
   markerSpan?: Span;
+  /**
+   * `(:token "<tool_call>")`: the marker is one vocabulary token, not text. The byte automaton reads
+   * it as this single byte, one that never occurs in UTF-8 text (compiler/tokens.ts); `marker` is
+   * the token's text.
+   */
+  tokenByte?: number;
 }
 
 /** The behavior formula, read as a regular expression over spec states. */
@@ -63,7 +89,11 @@ export type Behavior =
 export type ConstraintIR =
   | { kind: "atMost"; state: number; n: number; span: Span }
   | { kind: "atLeast"; state: number; n: number; span: Span }
-  | { kind: "eventually"; state: number; span: Span };
+  | { kind: "eventually"; state: number; span: Span }
+  /** Tool `tool` (an index into `SpecIR.tools`) is called at most `n` times. */
+  | { kind: "toolAtMost"; tool: number; n: number; span: Span }
+  /** Tool `then` may be called only after tool `first` has been. */
+  | { kind: "toolBefore"; first: number; then: number; span: Span };
 
 export interface SpecIR {
   name: string;
@@ -71,6 +101,8 @@ export interface SpecIR {
   states: StateIR[];
   behavior: Behavior;
   constraints: ConstraintIR[];
+  /** `(:tools "file")`: the tools list (absent or empty without one). */
+  tools?: ToolIR[];
 }
 
 /** ε-NFA over spec-state ids. `sym === -1` is an ε edge. */

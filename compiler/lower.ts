@@ -2,9 +2,11 @@
  * @fileoverview S-expression AST → SpecIR. This is where the agent-spec language is defined:
  *
  *   (define NAME
- *     (:states (STATE (:text "marker") [(:flags :env-input)] [CONTENT]) ...)
+ *     [(:tools "tools.json")]
+ *     (:states (STATE (:text "marker" | :token "<tool_call>") [(:flags :env-input)] [CONTENT]) ...)
  *     (:behavior FORMULA)
- *     [(:constraints (at-most N STATE) (at-least N STATE) (eventually STATE) ...)])
+ *     [(:constraints (at-most N STATE) (at-least N STATE) (eventually STATE)
+ *                    (at-most N (tool NAME)) (at-most N (each-tool)) (before (tool A) (tool B)) ...)])
  *
  *   FORMULA = STATE | (next F ...) | (or F ...) | (until F F) | (until_N F F) | (until_M_N F F)
  *           | (always F)
@@ -12,10 +14,19 @@
  *   CONTENT = (:output-constrs "a" "b" ...)                     one of the strings
  *           | (:grammar "file.gbnf" ["start"] [:max-depth N])   a sentence of a GBNF/EBNF grammar
  *           | (:grammar-text "root ::= ..." ["start"] [:max-depth N])   … written inline
+ *           | (:json-schema "f.schema.json") | (:json-schema-text "{...}")  a JSON value of a schema
+ *           | (:empty)                                          whitespace only
+ *           | (:tool-name)                 one of the tools' names (choosing one is a call of it)
+ *           | (:tool-args [:max-depth N])  JSON arguments valid for the tool chosen last
+ *           | (:tool-call [:max-depth N])  {"name": N, "arguments": A}, A valid for tool N
  *   each with whitespace allowed around it. A grammar file's path is relative to the spec file's
  *   folder; its diagnostics point into the grammar file (inline: into the spec, at the character).
  *   :max-depth bounds the nesting of the grammar's recursion (grammar/regular.ts; default 8, or the
  *   compile option --max-depth).
+ *
+ * `(:token "<tool_call>")` makes the marker one vocabulary token rather than text (compiler/tokens.ts).
+ * A tool call happens when a :tool-name or :tool-call state's content is complete (at the next
+ * marker); the tool constraints count those calls. compiler/tools.ts reads the tools file.
  *
  * Every check that needs only the spec's text (names, markers, flags, arities) lives here and
  * reports all errors it finds, each with a span; checks that need the automaton (dead ends, empty
@@ -26,7 +37,9 @@ import { SpecError, suggest } from "./diagnostics.js";
 import { decodeSource } from "./frontend/parse.js";
 import { parseGrammar } from "./grammar/index.js";
 import { MAX_BOUND, jsonSchemaToGbnf } from "./jsonschema/convert.js";
-import type { Behavior, ConstraintIR, ContentIR, Span, SpecIR, StateIR } from "./ir.js";
+import { TOKEN_BYTES } from "./tokens.js";
+import { readTools } from "./tools.js";
+import type { Behavior, ConstraintIR, ContentIR, Span, SpecIR, StateIR, ToolIR } from "./ir.js";
 import type { SExpr } from "./frontend/parse.js";
 
 /** Largest :max-depth accepted (the states grow with the depth; real limits come from maxGrammarStates). */
@@ -67,19 +80,23 @@ export function lower(forms: SExpr[], file: string, opts: LowerOptions = {}): Sp
   let statesForm: List | undefined;
   let behaviorForm: List | undefined;
   let constraintsForm: List | undefined;
+  let toolsForm: List | undefined;
   for (const sec of first.items.slice(2)) {
     const head = isList(sec) ? sec.items[0] : undefined;
     const key = head && head.kind === "atom" && head.type === "keyword" ? head.value : undefined;
     if (key === ":states" && !statesForm) statesForm = sec as List;
+    else if (key === ":tools" && !toolsForm) toolsForm = sec as List;
     else if (key === ":behavior" && !behaviorForm) behaviorForm = sec as List;
     else if (key === ":constraints" && !constraintsForm) constraintsForm = sec as List;
     else {
       const what = key ? `unknown or repeated section ${key}` : "expected a section (:states ...), (:behavior ...) or (:constraints ...)";
-      fail(new SpecError("E0202", what, (head ?? sec).span, suggest(key ?? "", [":states", ":behavior", ":constraints"])));
+      fail(new SpecError("E0202", what, (head ?? sec).span, suggest(key ?? "", [":states", ":behavior", ":constraints", ":tools"])));
     }
   }
   if (!statesForm) throw withMore(new SpecError("E0209", "missing (:states ...) section", first.openSpan), errors);
   if (!behaviorForm) throw withMore(new SpecError("E0209", "missing (:behavior ...) section", first.openSpan), errors);
+
+  const tools = toolsForm ? lowerTools(toolsForm, { ...opts, file }, fail) : undefined;
 
   // States.
   const states: StateIR[] = [];
@@ -99,6 +116,17 @@ export function lower(forms: SExpr[], file: string, opts: LowerOptions = {}): Sp
       fail(new SpecError("E0205", `duplicate marker ${JSON.stringify(st.marker)}: states ${dupM.name} and ${st.name} would be indistinguishable`, st.markerSpan ?? st.span,
         "give each state a distinct :text"));
     }
+    if (st.tokenByte !== undefined) {
+      const n = states.filter((x) => x.tokenByte !== undefined).length;
+      if (n >= TOKEN_BYTES.length) {
+        fail(new SpecError("E0216", `more than ${TOKEN_BYTES.length} token markers`, st.markerSpan ?? st.span,
+          "a spec may have at most 13 (:token ...) markers; write the others as (:text ...)"));
+      } else st.tokenByte = TOKEN_BYTES[n]!;
+    }
+    if (!tools && (st.content.kind === "toolName" || st.content.kind === "toolArgs" || st.content.kind === "toolCall")) {
+      fail(new SpecError("E0215", `state ${st.name} takes its content from the tools list, but the spec has no (:tools ...)`, st.content.span,
+        'add (:tools "tools.json") to the definition, before (:states ...)'));
+    }
     byName.set(st.name, st);
     byMarker.set(st.marker, st);
     states.push(st);
@@ -116,8 +144,7 @@ export function lower(forms: SExpr[], file: string, opts: LowerOptions = {}): Sp
   // Constraints.
   const constraints: ConstraintIR[] = [];
   for (const cf of constraintsForm?.items.slice(1) ?? []) {
-    const c = lowerConstraint(cf, byName, fail);
-    if (c) constraints.push(c);
+    for (const c of lowerConstraint(cf, byName, tools ?? [], fail)) constraints.push(c);
   }
 
   for (const st of states) {
@@ -128,7 +155,36 @@ export function lower(forms: SExpr[], file: string, opts: LowerOptions = {}): Sp
   }
   checkEnvMarkers(states, fail);
   if (errors.length > 0) throw withMore(errors[0]!, errors.slice(1));
-  return { name: name.value, file, states, behavior: behavior!, constraints };
+  return { name: name.value, file, states, behavior: behavior!, constraints, ...(tools ? { tools } : {}) };
+}
+
+/** (:tools "file.json"): the file's path is relative to the spec's folder. */
+function lowerTools(form: List, ctx: LowerOptions & { file: string }, fail: (e: SpecError) => void): ToolIR[] {
+  const src = form.items[1];
+  if (form.items.length !== 2 || !src || src.kind !== "atom" || src.type !== "string" || src.value.trim() === "") {
+    fail(new SpecError("E0214", "(:tools ...) takes the tools file's name as one string", (src ?? form).span, '(:tools "tools/tools.json")'));
+    return [];
+  }
+  const { dirname, isAbsolute, join } = hostPath();
+  const path = isAbsolute(src.value) ? src.value : join(dirname(ctx.file), src.value);
+  let text: string;
+  try {
+    text = decodeSource(path, (ctx.readFile ?? readFileBytes)(path));
+  } catch (e) {
+    if (e instanceof SpecError) { fail(e); return []; }
+    const why = (e as { code?: string }).code === "ENOENT" ? "no such file" : (e as { code?: string }).code === "EISDIR" ? "is a directory" : (e as Error).message;
+    fail(new SpecError("E0214", `cannot read tools file ${path}: ${why}`, src.span, `the path is relative to the spec file's folder (${dirname(ctx.file)})`));
+    return [];
+  }
+  ctx.sources?.set(path, text);
+  try {
+    return readTools(text, path);
+  } catch (e) {
+    if (!(e instanceof SpecError)) throw e;
+    for (const err of [e, ...((e as SpecError & { more?: SpecError[] }).more ?? [])]) fail(err);
+    delete (e as SpecError & { more?: SpecError[] }).more;
+    return [];
+  }
 }
 
 function withMore(e: SpecError, more: SpecError[]): SpecError {
@@ -150,15 +206,21 @@ function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void, ctx: Lo
   let env = false;
   let content: ContentIR = { kind: "any" };
   let contentProp: SExpr | undefined;
+  let token = false;
   for (const prop of sf.items.slice(1)) {
     const key = isList(prop) && prop.items[0]?.kind === "atom" ? (prop.items[0] as Atom).value : undefined;
     const args = isList(prop) ? prop.items.slice(1) : [];
-    if (key === ":text") {
+    if (key === ":text" || key === ":token") {
       const s = args[0];
       if (args.length !== 1 || !s || s.kind !== "atom" || s.type !== "string") {
-        fail(new SpecError("E0203", "(:text ...) takes one string", prop.span, '(:text "Thought:")'));
+        fail(new SpecError("E0203", `(${key} ...) takes one string`, prop.span, key === ":text" ? '(:text "Thought:")' : '(:token "<tool_call>")'));
         continue;
       }
+      if (marker !== undefined) {
+        fail(new SpecError("E0203", `state ${nameAtom.value} has a second marker`, prop.span, "a state has one (:text ...) or one (:token ...)"));
+        continue;
+      }
+      token = key === ":token";
       if (s.value.length === 0) {
         fail(new SpecError("E0206", `state ${nameAtom.value} has an empty marker`, s.span,
           "a marker is the text that announces the state in the output, e.g. \"Thought:\""));
@@ -173,9 +235,13 @@ function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void, ctx: Lo
         else fail(new SpecError("E0207", `unknown flag ${f.kind === "atom" ? f.value : "(...)"}`, f.span,
           suggest(f.kind === "atom" ? f.value : "", KNOWN_FLAGS) ?? "the known flag is :env-input"));
       }
-    } else if ((key === ":output-constrs" || GRAMMAR_KEYS.includes(key ?? "")) && contentProp) {
+    } else if ((key === ":output-constrs" || GRAMMAR_KEYS.includes(key ?? "") || TOOL_KEYS.includes(key ?? "")) && contentProp) {
       fail(new SpecError("E0210", `state ${nameAtom.value} has a second content constraint`, prop.span,
-        "a state's content has one constraint: (:output-constrs ...), (:grammar ...), (:grammar-text ...), (:json-schema ...) or (:json-schema-text ...)"));
+        "a state's content has one constraint: (:output-constrs ...), (:grammar ...), (:grammar-text ...), (:json-schema ...), (:json-schema-text ...), (:empty), (:tool-name), (:tool-args) or (:tool-call)"));
+    } else if (TOOL_KEYS.includes(key ?? "")) {
+      contentProp = prop;
+      const c = lowerToolContent(key!, prop as List, args, fail);
+      if (c) content = c;
     } else if (GRAMMAR_KEYS.includes(key ?? "")) {
       contentProp = prop;
       const g = lowerGrammarContent(key!, prop as List, args, ctx, fail);
@@ -192,14 +258,43 @@ function lowerState(sf: SExpr, id: number, fail: (e: SpecError) => void, ctx: Lo
       content = { kind: "oneOf", options: [...new Set(options)], span: prop.span };
     } else {
       fail(new SpecError("E0203", `unknown state property ${key ?? "(...)"}`, prop.span,
-        suggest(key ?? "", [":text", ":flags", ":output-constrs", ...GRAMMAR_KEYS]) ?? `known properties: :text, :flags, :output-constrs, ${GRAMMAR_KEYS.join(", ")}`));
+        suggest(key ?? "", [":text", ":token", ":flags", ":output-constrs", ...GRAMMAR_KEYS, ...TOOL_KEYS]) ?? `known properties: :text, :token, :flags, :output-constrs, ${[...GRAMMAR_KEYS, ...TOOL_KEYS].join(", ")}`));
     }
   }
   if (marker === undefined) {
-    fail(new SpecError("E0203", `state ${nameAtom.value} has no (:text "marker")`, sf.span, '(:text "Thought:")'));
+    fail(new SpecError("E0203", `state ${nameAtom.value} has no (:text "marker")`, sf.span, '(:text "Thought:") or (:token "<tool_call>")'));
     return undefined;
   }
-  return { id, name: nameAtom.value, marker, env, content, span: nameAtom.span, markerSpan };
+  // tokenByte is given in lower() once the state is accepted (bytes go to token markers in order).
+  return { id, name: nameAtom.value, marker, env, content, span: nameAtom.span, markerSpan, ...(token ? { tokenByte: -1 } : {}) };
+}
+
+const TOOL_KEYS = [":empty", ":tool-name", ":tool-args", ":tool-call"];
+
+/** (:empty), (:tool-name), (:tool-args [:max-depth N]), (:tool-call [:max-depth N]). */
+function lowerToolContent(key: string, prop: List, args: SExpr[], fail: (e: SpecError) => void): ContentIR | undefined {
+  const takesDepth = key === ":tool-args" || key === ":tool-call";
+  let maxDepth: number | undefined;
+  const usage = takesDepth ? `(${key} [:max-depth N])` : `(${key})`;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (takesDepth && a.kind === "atom" && a.type === "keyword" && a.value === ":max-depth") {
+      const n = args[i + 1];
+      if (!n || n.kind !== "atom" || n.type !== "symbol" || !/^\d+$/.test(n.value) || Number(n.value) > MAX_GRAMMAR_DEPTH) {
+        fail(new SpecError("E0210", `:max-depth takes a whole number from 0 to ${MAX_GRAMMAR_DEPTH}`, (n ?? a).span, usage));
+        return undefined;
+      }
+      maxDepth = Number(n.value);
+      i++;
+      continue;
+    }
+    fail(new SpecError("E0210", `unexpected ${a.kind === "atom" ? a.value : "(...)"} in (${key} ...)`, a.span, usage));
+    return undefined;
+  }
+  if (key === ":empty") return { kind: "empty" };
+  if (key === ":tool-name") return { kind: "toolName", span: prop.span };
+  const depth = maxDepth === undefined ? {} : { maxDepth };
+  return key === ":tool-args" ? { kind: "toolArgs", ...depth, span: prop.span } : { kind: "toolCall", ...depth, span: prop.span };
 }
 
 /**
@@ -370,38 +465,80 @@ function lowerFormula(f: SExpr, byName: Map<string, StateIR>, used: Set<number>,
   return bad;
 }
 
-function lowerConstraint(cf: SExpr, byName: Map<string, StateIR>, fail: (e: SpecError) => void): ConstraintIR | undefined {
-  const usage = "(at-most N STATE), (at-least N STATE) or (eventually STATE)";
+function lowerConstraint(cf: SExpr, byName: Map<string, StateIR>, tools: ToolIR[], fail: (e: SpecError) => void): ConstraintIR[] {
+  const usage = "(at-most N STATE), (at-least N STATE), (eventually STATE), (at-most N (tool NAME)), (at-most N (each-tool)) or (before (tool A) (tool B))";
   if (!isList(cf) || cf.items[0]?.kind !== "atom") {
     fail(new SpecError("E0211", `expected a constraint: ${usage}`, cf.span));
-    return undefined;
+    return [];
   }
   const kind = (cf.items[0] as Atom).value;
   const args = cf.items.slice(1);
-  const stateArg = (a: SExpr | undefined) => {
+  /** (tool NAME) → the tool's index; (each-tool) → every index. */
+  const toolArg = (a: SExpr | undefined, each: boolean): number[] | undefined => {
+    const head = isList(a) && a.items[0]?.kind === "atom" ? (a.items[0] as Atom).value : undefined;
+    if (each && head === "each-tool" && isList(a) && a.items.length === 1) return tools.map((_, i) => i);
+    const n = isList(a) ? a.items[1] : undefined;
+    if (head !== "tool" || !isList(a) || a.items.length !== 2 || !n || n.kind !== "atom" || (n.type !== "symbol" && n.type !== "string")) {
+      fail(new SpecError("E0211", `expected (tool NAME)${each ? " or (each-tool)" : ""} in ${kind}`, (a ?? cf).span, usage));
+      return undefined;
+    }
+    if (tools.length === 0) {
+      fail(new SpecError("E0215", `(tool ${n.value}) needs a tools list`, a.span, 'add (:tools "tools.json") to the definition'));
+      return undefined;
+    }
+    const i = tools.findIndex((t) => t.name === n.value);
+    if (i < 0) {
+      fail(new SpecError("E0303", `unknown tool ${n.value}`, n.span, suggest(n.value, tools.map((t) => t.name)) ?? `the tools are ${tools.map((t) => t.name).join(", ")}`));
+      return undefined;
+    }
+    return [i];
+  };
+  if (kind === "before") {
+    if (args.length !== 2) { fail(new SpecError("E0302", `before takes two tools, got ${args.length}`, cf.span, "(before (tool search) (tool book))")); return []; }
+    const a = toolArg(args[0], false);
+    const b = toolArg(args[1], false);
+    if (!a || !b) return [];
+    if (a[0] === b[0]) { fail(new SpecError("E0211", "(before (tool X) (tool X)) can never be satisfied by a call of X", cf.span)); return []; }
+    return [{ kind: "toolBefore", first: a[0]!, then: b[0]!, span: cf.span }];
+  }
+  if (kind === "at-most" && isList(args[1])) {
+    const n = args[0];
+    if (args.length !== 2 || !n || n.kind !== "atom" || !/^\d+$/.test(n.value)) {
+      fail(new SpecError("E0302", "at-most takes a count and a tool", cf.span, "(at-most 2 (tool web_search))"));
+      return [];
+    }
+    const count = Number(n.value);
+    if (count > MAX_LOOP_BOUND) { fail(new SpecError("E0304", `count ${count} exceeds the limit ${MAX_LOOP_BOUND}`, n.span)); return []; }
+    return (toolArg(args[1], true) ?? []).map((tool) => ({ kind: "toolAtMost" as const, tool, n: count, span: cf.span }));
+  }
+  return lowerStateConstraint(kind, args, cf, byName, fail, usage);
+}
+
+function lowerStateConstraint(kind: string, args: SExpr[], cf: List, byName: Map<string, StateIR>, fail: (e: SpecError) => void, usage: string): ConstraintIR[] {
+  const stateArg = (a: SExpr | undefined): number | undefined => {
     if (!a || a.kind !== "atom" || a.type !== "symbol") { fail(new SpecError("E0211", `expected a state name in ${kind}`, (a ?? cf).span, usage)); return undefined; }
     const st = byName.get(a.value);
     if (!st) { fail(new SpecError("E0303", `undefined state ${a.value}`, a.span, suggest(a.value, [...byName.keys()]))); return undefined; }
     return st.id;
   };
   if (kind === "eventually") {
-    if (args.length !== 1) { fail(new SpecError("E0302", `eventually takes one state, got ${args.length}`, cf.span, "(eventually Answer)")); return undefined; }
+    if (args.length !== 1) { fail(new SpecError("E0302", `eventually takes one state, got ${args.length}`, cf.span, "(eventually Answer)")); return []; }
     const s = stateArg(args[0]);
-    return s === undefined ? undefined : { kind: "eventually", state: s, span: cf.span };
+    return s === undefined ? [] : [{ kind: "eventually", state: s, span: cf.span }];
   }
   if (kind === "at-most" || kind === "at-least") {
     const n = args[0];
     if (args.length !== 2 || !n || n.kind !== "atom" || !/^\d+$/.test(n.value)) {
       fail(new SpecError("E0302", `${kind} takes a count and a state`, cf.span, `(${kind} 3 Action)`));
-      return undefined;
+      return [];
     }
     const count = Number(n.value);
-    if (count > MAX_LOOP_BOUND) { fail(new SpecError("E0304", `count ${count} exceeds the limit ${MAX_LOOP_BOUND}`, n.span)); return undefined; }
+    if (count > MAX_LOOP_BOUND) { fail(new SpecError("E0304", `count ${count} exceeds the limit ${MAX_LOOP_BOUND}`, n.span)); return []; }
     const s = stateArg(args[1]);
-    return s === undefined ? undefined : { kind: kind === "at-most" ? "atMost" : "atLeast", state: s, n: count, span: cf.span };
+    return s === undefined ? [] : [{ kind: kind === "at-most" ? "atMost" : "atLeast", state: s, n: count, span: cf.span }];
   }
-  fail(new SpecError("E0211", `unknown constraint ${kind}`, cf.items[0]!.span, suggest(kind, ["at-most", "at-least", "eventually"]) ?? usage));
-  return undefined;
+  fail(new SpecError("E0211", `unknown constraint ${kind}`, cf.items[0]!.span, suggest(kind, ["at-most", "at-least", "eventually", "before"]) ?? usage));
+  return [];
 }
 
 /**
@@ -411,9 +548,9 @@ function lowerConstraint(cf: SExpr, byName: Map<string, StateIR>, fail: (e: Spec
  */
 function checkEnvMarkers(states: StateIR[], fail: (e: SpecError) => void): void {
   for (const e of states) {
-    if (!e.env || e.marker === "") continue;
+    if (!e.env || e.marker === "" || e.tokenByte !== undefined) continue;
     for (const m of states) {
-      if (m === e || m.marker === "") continue;
+      if (m === e || m.marker === "" || m.tokenByte !== undefined) continue;
       const at = m.marker.indexOf(e.marker);
       if (at >= 0 && at + e.marker.length < m.marker.length) {
         fail(new SpecError("E0212", `the env-input marker ${JSON.stringify(e.marker)} occurs inside the marker ${JSON.stringify(m.marker)} of ${m.name}`,

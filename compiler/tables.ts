@@ -7,6 +7,7 @@
  * the tests (round trip). Output is deterministic: same input, same bytes.
  */
 
+import { TOKEN_BYTES } from "./tokens.js";
 import { SpecLimitError } from "./diagnostics.js";
 import type { ByteDfa, StateIR } from "./ir.js";
 
@@ -23,7 +24,8 @@ export const MAX_U16_COUNT = 0xffff;
 const NONE16 = 0xffff;
 const SPEC_RECORD = 20;
 const KNOWN_STATE_FLAGS = 0x7;
-const KNOWN_SPEC_FLAGS = 0x1;
+/** Spec-state flags: bit 0 env-input, bit 1 token marker, bits 8–15 the token marker's byte. */
+const KNOWN_SPEC_FLAGS = 0xff03;
 
 /**
  * The tables would not fit the runtime (`E0502 table size limit`). A `SpecLimitError` of the
@@ -50,6 +52,8 @@ export interface TableSpecState {
   name: string;
   marker: string;
   env: boolean;
+  /** A token marker (`(:token ...)`): the byte the automaton reads for it (compiler/tokens.ts); `marker` is its text. */
+  tokenByte?: number;
 }
 
 const align4 = (n: number): number => (n + 3) & ~3;
@@ -259,7 +263,7 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
     v.setUint32(o + 4, markers[i]!.length, true);
     v.setUint32(o + 8, nOff, true);
     v.setUint32(o + 12, names[i]!.length, true);
-    v.setUint32(o + 16, st.env ? 1 : 0, true);
+    v.setUint32(o + 16, (st.env ? 1 : 0) | (st.tokenByte !== undefined ? 2 | (st.tokenByte << 8) : 0), true);
     out.set(markers[i]!, mOff);
     out.set(names[i]!, nOff);
   });
@@ -423,7 +427,9 @@ export function parseTables(bytes: Uint8Array): { dfa: ByteDfa; states: TableSpe
     const name = str(`name of spec state ${i}`, v.getUint32(o + 8, true), v.getUint32(o + 12, true));
     const sf = v.getUint32(o + 16, true);
     if (sf & ~KNOWN_SPEC_FLAGS) fail(`spec state ${i} has unknown flag bits 0x${sf.toString(16)}`);
-    states.push({ name, marker, env: (sf & 1) !== 0 });
+    const tokenByte = sf & 2 ? sf >>> 8 : undefined;
+    if (tokenByte === undefined ? sf >>> 8 !== 0 : !TOKEN_BYTES.includes(tokenByte)) fail(`spec state ${i} has a bad token-marker byte 0x${(sf >>> 8).toString(16)}`);
+    states.push({ name, marker, env: (sf & 1) !== 0, ...(tokenByte === undefined ? {} : { tokenByte }) });
   }
 
   return {

@@ -9,6 +9,7 @@
 import { SpecError } from "./diagnostics.js";
 import { ByteFlag, type ByteDfa } from "./ir.js";
 import { runBytes } from "./automata/bytes.js";
+import { encodeText, type TokenMarker } from "./tokens.js";
 import { PdaRunner, pdaOfByteDfa, type PdaConfig } from "./grammar/pda.js";
 
 export interface Segment { by: "prompt" | "llm" | "env"; text: string }
@@ -113,8 +114,11 @@ export function firstMarker(text: string, markers: string[]): number {
 
 const enc = new TextEncoder();
 
-/** Runs a trace through an engine. `markers` are the spec states' marker texts. */
-export function runTrace(engine: Engine, trace: Trace, markers: string[]): Verdict {
+/**
+ * Runs a trace through an engine. `markers` are the spec states' marker texts; `tokens` the token
+ * markers (compiler/tokens.ts), matched here by their text.
+ */
+export function runTrace(engine: Engine, trace: Trace, markers: string[], tokens: readonly TokenMarker[] = []): Verdict {
   let s = engine.initial();
   let started = false;
   for (let i = 0; i < trace.segments.length; i++) {
@@ -137,11 +141,11 @@ export function runTrace(engine: Engine, trace: Trace, markers: string[]): Verdi
       text = text.slice(at);
     }
     started = true;
-    const bytes = enc.encode(text);
+    const { bytes, at: byteAt } = tokens.length ? encodeText(text, tokens) : { bytes: enc.encode(text), at: null };
     const t = engine.feed(s, bytes);
     if (t < 0) {
       const byteIdx = -t - 1;
-      const offset = skipped + new TextDecoder().decode(bytes.subarray(0, byteIdx)).length;
+      const offset = skipped + (byteAt ? byteAt[byteIdx]! : new TextDecoder().decode(bytes.subarray(0, byteIdx)).length);
       const at = byteIdx > 0 ? engine.feed(s, bytes.subarray(0, byteIdx)) : s;
       return { verdict: "violation", segment: i, offset, specState: engine.specState(at), expected: engine.nextMarkers(at), reason: "text", state: at };
     }

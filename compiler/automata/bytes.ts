@@ -5,7 +5,10 @@
  *     shortest suffix of the text that may still start a marker (always a proper prefix of one),
  *   - the content DFA of the current state (free text, whitespace-only, one-of strings),
  *   - the phase: LLM text, Yield (an env-input marker was emitted; the host must feed the
- *     environment's text) or AfterEnv (only whitespace, then a valid marker).
+ *     environment's text) or AfterEnv (only whitespace, then a valid marker),
+ *   - with a tools list: the tool called last (it types the next :tool-args content) and the state
+ *     of the tool constraints (counters of `at-most`, flags of `before`), stepped at each call, i.e.
+ *     when a :tool-name or :tool-call state's content is complete.
  *
  * Bytes that no marker or content constraint tells apart share a class, so the table has
  * nStates × nClasses entries. States that cannot reach acceptance are removed, so "the next byte
@@ -17,14 +20,14 @@
  */
 import { SpecError, SpecLimitError } from "../diagnostics.js";
 import { ByteFlag, type ByteDfa, type SpecIR, type StateDfa } from "../ir.js";
-import { contentDfa, wsContent, type ContentDfa, type ContentOptions } from "./content.js";
+import { contentDfa, noContent, toolArgsContents, wsContent, type ContentDfa, type ContentOptions, type TaggedContentDfa } from "./content.js";
 import { liveness, minimize } from "./minimize.js";
 
 export const DEFAULT_MAX_BYTE_STATES = 60_000;
 
 const enum Phase { Llm = 0, Yield = 1, AfterEnv = 2 }
 
-interface Tuple { q: number; s: number; phase: Phase; c: number; r: string }
+interface Tuple { q: number; s: number; phase: Phase; c: number; r: string; tool: number; tc: number }
 
 const latin1 = (bytes: Uint8Array) => String.fromCharCode(...bytes);
 
@@ -38,7 +41,7 @@ export interface MarkerScanner {
 
 export function markerScanner(ir: SpecIR): MarkerScanner {
   const enc = new TextEncoder();
-  const markers = ir.states.map((s) => latin1(enc.encode(s.marker)));
+  const markers = ir.states.map((s) => (s.tokenByte !== undefined ? String.fromCharCode(s.tokenByte) : latin1(enc.encode(s.marker))));
   const alive = new Set<string>();
   for (const m of markers) for (let k = 1; k < m.length; k++) alive.add(m.slice(0, k));
   return { markers, alive, memo: new Map() };
@@ -87,16 +90,35 @@ export interface ByteAutomatonOptions extends ContentOptions { maxStates?: numbe
 export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptions = {}): ByteDfa {
   const maxStates = opts.maxStates ?? DEFAULT_MAX_BYTE_STATES;
   const sc = markerScanner(ir);
-  const contents = ir.states.map((s) => contentDfa(s.content, opts));
-  const contentOf = (t: Tuple): ContentDfa => (t.s < 0 || t.phase === Phase.AfterEnv ? wsContent : contents[t.s]!);
+  const tools = ir.tools ?? [];
+  const contents = ir.states.map((s) => contentDfa(s.content, opts, tools));
+  const argsContents = ir.states.map((s) => (s.content.kind === "toolArgs" ? toolArgsContents(s.content, tools, opts) : null));
+  /** The content DFA in force in state `s` (phase, tool chosen last). */
+  const contentIn = (s: number, phase: Phase, tool: number): ContentDfa => {
+    if (s < 0 || phase === Phase.AfterEnv) return wsContent;
+    const byTool = argsContents[s];
+    if (byTool) return tool >= 0 ? byTool[tool]! : noContent;
+    return contents[s]!;
+  };
+  const contentOf = (t: Tuple): ContentDfa => contentIn(t.s, t.phase, t.tool);
+  /** Tool-choosing states (:tool-name, :tool-call): their content's tag is the tool called. */
+  const choosesTool = ir.states.map((s) => !s.env && (s.content.kind === "toolName" || s.content.kind === "toolCall"));
+  const toolSteps = toolConstraintStepper(ir);
+  /** The tool call that completing state `s`'s content `c` makes: [tool, tc], or null if a constraint forbids it. */
+  const call = (s: number, c: number, tc: number): [number, number] | null => {
+    const tool = (contents[s] as TaggedContentDfa).tag(c);
+    const n = toolSteps.step(tc, tool);
+    return n < 0 ? null : [tool, n];
+  };
   const nSyms = dfa.nSyms;
 
   // Byte classes: bytes of markers and content literals are significant one by one; content DFAs
   // with a partition of their own (grammars) refine the rest.
   const sig = new Set<number>();
   for (const m of sc.markers) for (let i = 0; i < m.length; i++) sig.add(m.charCodeAt(i));
-  for (const c of [wsContent, ...contents]) for (const b of c.significant) sig.add(b);
-  const partitions = [...new Set(contents.flatMap((c) => (c.classOf ? [c.classOf] : [])))];
+  const allContents = [wsContent, ...contents, ...argsContents.flatMap((a) => a ?? [])];
+  for (const c of allContents) for (const b of c.significant) sig.add(b);
+  const partitions = [...new Set(allContents.flatMap((c) => (c.classOf ? [c.classOf] : [])))];
   const classMap = new Uint8Array(256);
   const reps: number[] = [];
   const classOfKey = new Map<string, number>();
@@ -111,15 +133,20 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
 
   /** Applies scan events to a tuple; null = rejected. */
   const apply = (t: Tuple, events: ScanEvent[], rest: string): Tuple | null => {
-    let { q, s, phase, c } = t;
+    let { q, s, phase, c, tool, tc } = t;
     for (const ev of events) {
       if (phase === Phase.Yield) return null; // nothing may follow an env-input marker
-      const cd = s < 0 || phase === Phase.AfterEnv ? wsContent : contents[s]!;
+      const cd = contentIn(s, phase, tool);
       if ("free" in ev) {
         for (let i = 0; i < ev.free.length && c >= 0; i++) c = cd.step(c, ev.free.charCodeAt(i));
         if (c < 0) return null;
       } else {
         if (!cd.accepting(c)) return null;
+        if (s >= 0 && phase === Phase.Llm && choosesTool[s]) {
+          const r = call(s, c, tc);
+          if (!r) return null;
+          [tool, tc] = r;
+        }
         q = dfa.delta[q * nSyms + ev.marker]!;
         if (q < 0) return null;
         s = ev.marker;
@@ -131,10 +158,10 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
     if (rest !== "" && s >= 0) {
       // The pending text either completes a marker here (the content must be complete) or its
       // first byte turns out to be content: otherwise this tuple is a dead end, drop it now.
-      const cd = phase === Phase.AfterEnv ? wsContent : contents[s]!;
+      const cd = contentIn(s, phase, tool);
       if (!cd.accepting(c) && cd.step(c, rest.charCodeAt(0)) < 0) return null;
     }
-    return { q, s, phase, c, r: rest };
+    return { q, s, phase, c, r: rest, tool, tc };
   };
   // Bytes that can neither start nor complete a marker: with nothing pending they are content.
   const markerByte = new Uint8Array(256);
@@ -143,7 +170,9 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
     if (t.phase === Phase.Yield) return dfa.accepting[t.q]!;
     const { events, rest } = scan(sc, t.r, true);
     const f = apply({ ...t, r: "" }, events, rest);
-    return f !== null && f.phase !== Phase.Yield && f.s >= 0 && dfa.accepting[f.q]! && contentOf(f).accepting(f.c);
+    if (f === null || f.phase === Phase.Yield || f.s < 0 || !dfa.accepting[f.q]! || !contentOf(f).accepting(f.c)) return false;
+    // The run ends inside a tool-choosing state: that last call must be allowed too.
+    return !(f.phase === Phase.Llm && choosesTool[f.s] && call(f.s, f.c, f.tc) === null);
   };
 
   const tuples: Tuple[] = [];
@@ -160,15 +189,17 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
   const nResiduals = sc.alive.size + 1;
   const C_MAX = 2 ** 21;
   const nSpec1 = ir.states.length + 1;
-  if (nResiduals * dfa.nStates * nSpec1 * 3 * C_MAX > Number.MAX_SAFE_INTEGER) {
-    throw new SpecLimitError("maxByteStates", nResiduals * dfa.nStates * nSpec1 * 3, Math.floor(Number.MAX_SAFE_INTEGER / C_MAX));
+  const nTool1 = tools.length + 1;
+  const nTc = toolSteps.size;
+  if (nResiduals * dfa.nStates * nSpec1 * 3 * nTool1 * nTc * C_MAX > Number.MAX_SAFE_INTEGER) {
+    throw new SpecLimitError("maxByteStates", nResiduals * dfa.nStates * nSpec1 * 3 * nTool1 * nTc, Math.floor(Number.MAX_SAFE_INTEGER / C_MAX));
   }
   const ids = new Map<number, number>();
   const tupleRid: number[] = [];
   const intern = (t: Tuple): number => {
     if (t.c >= C_MAX) throw new SpecLimitError("contentStates", t.c + 1, C_MAX);
     const rid = ridOf(t.r);
-    const k = (((rid * dfa.nStates + t.q) * nSpec1 + t.s + 1) * 3 + t.phase) * C_MAX + t.c;
+    const k = (((((rid * dfa.nStates + t.q) * nSpec1 + t.s + 1) * 3 + t.phase) * nTool1 + t.tool + 1) * nTc + t.tc) * C_MAX + t.c;
     let id = ids.get(k);
     if (id === undefined) {
       if (tuples.length >= maxStates) throw byteLimit(ir, tuples.length + 1, maxStates);
@@ -187,10 +218,10 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
     if (!hit) { hit = scan(sc, r + String.fromCharCode(b), false); stepMemo.set(key, hit); }
     return hit;
   };
-  intern({ q: dfa.initial, s: -1, phase: Phase.Llm, c: wsContent.start, r: "" });
+  intern({ q: dfa.initial, s: -1, phase: Phase.Llm, c: wsContent.start, r: "", tool: -1, tc: 0 });
   for (let i = 0; i < tuples.length; i++) {
     const t = tuples[i]!;
-    const cd = t.s < 0 || t.phase === Phase.AfterEnv ? wsContent : contents[t.s]!;
+    const cd = contentOf(t);
     for (let k = 0; k < nClasses; k++) {
       let next: Tuple | null = null;
       if (t.phase !== Phase.Yield) {
@@ -198,7 +229,7 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
         if (t.r === "" && !markerByte[b]) {
           // Nothing pending and no marker can start: the byte is content.
           const c = cd.step(t.c, b);
-          next = c < 0 ? null : { q: t.q, s: t.s, phase: t.phase, c, r: "" };
+          next = c < 0 ? null : { ...t, c };
         } else {
           const { events, rest } = scanStep(tupleRid[i]!, t.r, b);
           next = apply(t, events, rest);
@@ -206,7 +237,7 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
       }
       trans[i * nClasses + k] = next ? intern(next) : -1;
     }
-    envNext[i] = t.phase === Phase.Yield ? intern({ q: t.q, s: t.s, phase: Phase.AfterEnv, c: wsContent.start, r: "" }) : -1;
+    envNext[i] = t.phase === Phase.Yield ? intern({ ...t, phase: Phase.AfterEnv, c: wsContent.start, r: "" }) : -1;
   }
 
   // Trim to live states (env edges count as an extra symbol).
@@ -250,6 +281,41 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
     out.nextMarkers[id] = nm;
   }
   return out;
+}
+
+/**
+ * The tool constraints as one small automaton over tool calls: its state is a number whose digits
+ * are the `at-most` counters (0..n) and the `before` flags (has `first` been called). `step` gives
+ * the state after a call of `tool`, or -1 when a constraint forbids that call. All of them are
+ * safety properties, so every state accepts.
+ */
+export function toolConstraintStepper(ir: SpecIR): { size: number; step(tc: number, tool: number): number } {
+  const cs = ir.constraints.filter((c) => c.kind === "toolAtMost" || c.kind === "toolBefore");
+  const radix = cs.map((c) => (c.kind === "toolAtMost" ? c.n + 1 : 2));
+  const size = radix.reduce((a, b) => a * b, 1);
+  if (size > 1 << 20) throw new SpecLimitError("toolConstraintStates", size, 1 << 20, cs[0]!.span);
+  return {
+    size,
+    step(tc, tool) {
+      let out = 0;
+      let mul = 1;
+      for (let i = 0; i < cs.length; i++) {
+        const c = cs[i]!;
+        const r = radix[i]!;
+        let d = tc % r;
+        tc = Math.floor(tc / r);
+        if (c.kind === "toolAtMost") {
+          if (c.tool === tool) { if (d === c.n) return -1; d++; }
+        } else if (c.kind === "toolBefore") {
+          if (c.then === tool && d === 0) return -1;
+          if (c.first === tool) d = 1;
+        }
+        out += d * mul;
+        mul *= r;
+      }
+      return out;
+    },
+  };
 }
 
 /** The byte-state limit; with grammar content (the usual cause) it points at the grammar and its depth. */

@@ -3,13 +3,14 @@
  * the next marker may be. `any` (free text), `ws` (only whitespace: before the first marker and
  * right after an environment's text), `oneOf` (seeds' :output-constrs — one of the strings with
  * whitespace around it) and `grammar` (:grammar / :grammar-text — a sentence of a context-free
- * grammar with whitespace around it, compiled to a DFA by grammar/regular.ts). Each is a
+ * grammar with whitespace around it, compiled to a DFA by grammar/regular.ts), `empty` (whitespace
+ * only) and the tool contents (tagged unions over the tools list). Each is a
  * `ContentDfa` so the byte-level product treats them alike.
  */
 import { DEFAULT_MAX_DEPTH, grammarToDfa, withSurroundingWhitespace, type GrammarDfa } from "../grammar/regular.js";
 import type { Cfg } from "../grammar/cfg.js";
 import { SpecError } from "../diagnostics.js";
-import type { ContentIR, Span } from "../ir.js";
+import type { ContentIR, Span, ToolIR } from "../ir.js";
 
 export interface ContentDfa {
   start: number;
@@ -29,6 +30,9 @@ export const WS_BYTES = [0x20, 0x09, 0x0a, 0x0d];
 const isWs = (b: number) => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
 
 export const anyContent: ContentDfa = { start: 0, step: () => 0, accepting: () => true, significant: [] };
+
+/** Nothing at all is allowed (a :tool-args state before any tool was chosen). */
+export const noContent: ContentDfa = { start: 0, step: () => -1, accepting: () => false, significant: [] };
 
 export const wsContent: ContentDfa = {
   start: 0, step: (s, b) => (isWs(b) ? 0 : -1), accepting: () => true, significant: WS_BYTES,
@@ -91,6 +95,64 @@ export function oneOfContent(options: string[]): ContentDfa {
   };
 }
 
+/**
+ * The union of several content DFAs that remembers which of them matched: `tag(state)` is the index
+ * of the part whose sentence the text is, when the state accepts (the first such part), else -1.
+ * A :tool-name or :tool-call state is the union of one part per tool, so the byte automaton knows
+ * at the next marker which tool was called. States are sets of (part, part state), built lazily.
+ */
+export interface TaggedContentDfa extends ContentDfa { tag(state: number): number }
+
+export function unionContent(parts: ContentDfa[]): TaggedContentDfa {
+  const sets: number[][] = [parts.flatMap((p, i) => [i, p.start])];
+  const ids = new Map<string, number>([[sets[0]!.join(","), 0]]);
+  const memo = new Map<number, number>();
+  const significant = [...new Set(parts.flatMap((p) => p.significant))].sort((a, b) => a - b);
+  const partitions = parts.flatMap((p) => (p.classOf ? [p.classOf] : []));
+  let classOf: Uint8Array | undefined;
+  if (partitions.length) {
+    classOf = new Uint8Array(256);
+    const keys = new Map<string, number>();
+    for (let b = 0; b < 256; b++) {
+      const k = partitions.map((c) => c[b]).join(",");
+      let id = keys.get(k);
+      if (id === undefined) { id = keys.size; keys.set(k, id); }
+      classOf[b] = id;
+    }
+  }
+  const tag = (st: number): number => {
+    const cur = sets[st]!;
+    for (let i = 0; i < cur.length; i += 2) if (parts[cur[i]!]!.accepting(cur[i + 1]!)) return cur[i]!;
+    return -1;
+  };
+  return {
+    start: 0,
+    step(st, b) {
+      const mk = st * 256 + b;
+      const hit = memo.get(mk);
+      if (hit !== undefined) return hit;
+      const cur = sets[st]!;
+      const out: number[] = [];
+      for (let i = 0; i < cur.length; i += 2) {
+        const n = parts[cur[i]!]!.step(cur[i + 1]!, b);
+        if (n >= 0) out.push(cur[i]!, n);
+      }
+      let id = -1;
+      if (out.length) {
+        const key = out.join(",");
+        id = ids.get(key) ?? -1;
+        if (id < 0) { id = sets.length; ids.set(key, id); sets.push(out); }
+      }
+      memo.set(mk, id);
+      return id;
+    },
+    accepting: (st) => tag(st) >= 0,
+    tag,
+    significant,
+    ...(classOf ? { classOf } : {}),
+  };
+}
+
 /** Options of the grammar → DFA expansion (compile limits). */
 export interface ContentOptions {
   /** Nesting depth for grammars whose state gives no :max-depth (default 8). */
@@ -134,10 +196,28 @@ export function tableContent(d: GrammarDfa): ContentDfa {
   };
 }
 
-export function contentDfa(c: ContentIR, opts: ContentOptions = {}): ContentDfa {
+/** A tool's grammar (arguments or call) as content, with whitespace around it. */
+export function toolGrammarContent(cfg: Cfg, name: string, maxDepth: number | undefined, span: Span, opts: ContentOptions = {}): ContentDfa {
+  return tableContent(grammarContentDfa({ kind: "grammar", cfg, source: { file: name, inline: false, start: "root" }, ...(maxDepth === undefined ? {} : { maxDepth }), span }, opts));
+}
+
+/**
+ * The content DFA of a state. :tool-name and :tool-call states get a `TaggedContentDfa` over the
+ * spec's tools; :tool-args has no single DFA (it depends on the tool chosen: see `toolArgsContents`).
+ */
+export function contentDfa(c: ContentIR, opts: ContentOptions = {}, tools: readonly ToolIR[] = []): ContentDfa {
   switch (c.kind) {
     case "any": return anyContent;
+    case "empty": return wsContent;
     case "oneOf": return oneOfContent(c.options);
     case "grammar": return tableContent(grammarContentDfa(c, opts));
+    case "toolName": return unionContent(tools.map((t) => oneOfContent([t.name])));
+    case "toolCall": return unionContent(tools.map((t) => toolGrammarContent(t.call, `the call of tool ${t.name}`, c.maxDepth, c.span, opts)));
+    case "toolArgs": return noContent;
   }
+}
+
+/** The content of a :tool-args state for each tool (by index). */
+export function toolArgsContents(c: Extract<ContentIR, { kind: "toolArgs" }>, tools: readonly ToolIR[], opts: ContentOptions = {}): ContentDfa[] {
+  return tools.map((t) => toolGrammarContent(t.args, `the arguments of tool ${t.name}`, c.maxDepth, c.span, opts));
 }

@@ -55,7 +55,7 @@ export function determinize(nfa: Nfa, nSyms: number, maxStates = DEFAULT_MAX_DFA
 }
 
 /** A constraint as a counter automaton: state = count so far (saturating), -1 = violated. */
-function counter(c: ConstraintIR): { cap: number; step: (v: number, sym: number) => number; ok: (v: number) => boolean } {
+function counter(c: Exclude<ConstraintIR, { kind: "toolAtMost" | "toolBefore" }>): { cap: number; step: (v: number, sym: number) => number; ok: (v: number) => boolean } {
   if (c.kind === "atMost") return { cap: c.n, step: (v, s) => (s === c.state ? (v + 1 > c.n ? -1 : v + 1) : v), ok: () => true };
   const n = c.kind === "eventually" ? 1 : c.n;
   return { cap: n, step: (v, s) => (s === c.state ? Math.min(n, v + 1) : v), ok: (v) => v >= n };
@@ -78,7 +78,8 @@ export function constrainAndTrim(dfa: StateDfa, ir: SpecIR, maxStates = DEFAULT_
       }
     }
   }
-  const cs = ir.constraints.map(counter);
+  // Tool constraints are about tool calls, not states: the byte automaton enforces them (bytes.ts).
+  const cs = ir.constraints.flatMap((c) => (c.kind === "toolAtMost" || c.kind === "toolBefore" ? [] : [counter(c)]));
   const ids = new Map<string, number>();
   const tuples: number[][] = [];
   const delta: number[] = [];

@@ -122,7 +122,8 @@ class Converter {
 
   // ---- diagnostics ----
   private error(code: "E0902" | "E0903" | "E0904" | "E0905", msg: string, ptr: string, hint?: string): SpecError {
-    return new SpecError(code, `${msg} (at ${ptr || "/"})`, spanOfPointer(this.src, ptr), hint);
+    const full = (this.src.base ?? "") + ptr;
+    return new SpecError(code, `${msg} (at ${full || "/"})`, spanOfPointer(this.src, full), hint);
   }
   /** A keyword that cannot be enforced: an error, or in lenient mode a warning and `true`. */
   private relax(keyword: string, ptr: string, why: string): true {
@@ -723,6 +724,11 @@ const BASE = [
 /** Schema text or value → grammar text (the front end proper). */
 export function jsonSchemaToGbnf(schema: string | unknown, file: string, opts: JsonSchemaOptions = {}): JsonSchemaGrammar {
   const src = typeof schema === "string" ? parseJsonSource(schema, file) : jsonSourceOf(schema, file);
+  return jsonSourceToGbnf(src, opts);
+}
+
+/** A schema that is part of a parsed JSON document (`src.base` says where) → grammar text. */
+export function jsonSourceToGbnf(src: JsonSource, opts: JsonSchemaOptions = {}): JsonSchemaGrammar {
   const c = new Converter(src, opts);
   return { gbnf: c.grammar(), warnings: c.warnings };
 }

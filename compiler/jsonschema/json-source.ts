@@ -14,6 +14,11 @@ export interface JsonSource {
   text: string;
   /** JSON pointer (RFC 6901, "" = the document) → offset of the value (for object members: of the key). */
   at: Map<string, number>;
+  /**
+   * Where `value` sits in the file, when it is part of a larger document (a tool's `parameters` in a
+   * tools list): diagnostics print and position pointers as `base` + the pointer within `value`.
+   */
+  base?: string;
 }
 
 export const pointerToken = (k: string | number): string => String(k).replace(/~/g, "~0").replace(/\//g, "~1");

@@ -6,6 +6,7 @@
  *  - 1000 seeded samples per example spec are all conformant by `specc check`'s runner, while the
  *    same sampler without masks produces (almost) none — the numbers are printed.
  */
+import { tokenMarkers } from "../../compiler/tokens.js";
 import { readdirSync, readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { exactEncoder } from "../../bindings/encode.js";
@@ -55,20 +56,24 @@ describe.each(TOKENIZER_NAMES)("replaying the seed transcripts with the %s token
   });
 });
 
-describe("1000 seeded samples per example spec (Llama 3 vocabulary)", () => {
+describe("1000 seeded samples per example spec (Llama 3 vocabulary; Qwen3's for specs with Qwen3 token markers)", () => {
   it("are all conformant under the masks; the same sampler without masks almost never is", async () => {
-    const vocab = Vocabulary.fromTokenizerJsonObject(loadTokenizerJson("llama3_1"));
+    const llama = Vocabulary.fromTokenizerJsonObject(loadTokenizerJson("llama3_1"));
+    let qwen: Vocabulary | undefined;
     const rows: string[] = [];
     const all = readdirSync("examples").filter((f) => f.endsWith(".agent")).map((f) => `examples/${f}`);
     for (const file of all) {
       const c = load(file);
+      const tokens = tokenMarkers(c.ir.states);
+      // Token markers bind to the tokens of the model the spec is written for (Llama 3 has no <think>).
+      const vocab = tokens.length ? (qwen ??= Vocabulary.fromTokenizerJsonObject(loadTokenizerJson("qwen3"))) : llama;
       const spec = await Spec.load(compileToWasm(c), { vocab });
       const engine = byteDfaEngine(c.byteDfa);
       const markers = c.ir.states.map((s) => s.marker);
       const masked = sampleTraces(spec, vocab, { n: 1000, seed: 42 });
-      const ok = masked.filter((t) => runTrace(engine, t, markers).verdict === "conforms").length;
+      const ok = masked.filter((t) => runTrace(engine, t, markers, tokens).verdict === "conforms").length;
       const free = sampleTraces(spec, vocab, { n: 200, seed: 42, masked: false, maxTokens: 64 });
-      const freeOk = free.filter((t) => runTrace(engine, t, markers).verdict === "conforms").length;
+      const freeOk = free.filter((t) => runTrace(engine, t, markers, tokens).verdict === "conforms").length;
       rows.push(`${file.padEnd(36)} masked ${ok}/1000 conform · unmasked ${freeOk}/200`);
       expect(ok, file).toBe(1000);
       expect(freeOk, file).toBeLessThanOrEqual(2);

@@ -306,7 +306,8 @@ describe("fixtures", () => {
       expect(text.startsWith("# ")).toBe(true);
       expect(text).toContain(`(define ${ir.name}`);
       for (const s of ir.states) {
-        expect(text).toMatch(new RegExp(`\\(${s.name.replace(/[-]/g, "\\-")}\\s+\\(:text "${s.marker.replace(/[[\]().*+?]/g, "\\$&")}"\\)`));
+        const key = s.tokenByte === undefined ? ":text" : ":token";
+        expect(text).toMatch(new RegExp(`\\(${s.name.replace(/[-]/g, "\\-")}\\s+\\(${key} "${s.marker.replace(/[[\]().*+?|]/g, "\\$&")}"\\)`));
       }
       expect(text.includes(":env-input")).toBe(ir.states.some((s) => s.env));
     }

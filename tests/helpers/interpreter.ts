@@ -29,6 +29,15 @@
  *  8. Behavior. The sequence of states (markers in order) is in the language of the behavior formula,
  *     read as a regular expression over states (see `matches`).
  *  9. Constraints. Each temporal constraint holds: at most / at least N occurrences of S; S occurs.
+ * 10. Tools (specs with `(:tools ...)`). The content of a :tool-name state, trimmed, is a tool's
+ *     name; of a :tool-call state, a sentence of exactly one tool's call grammar
+ *     ({"name": N, "arguments": A}); either is a *call* of that tool. The content of a :tool-args
+ *     state is a sentence of the argument grammar of the tool called last (none called: violation).
+ *     `:empty` content is whitespace. The sequence of calls satisfies every tool constraint: at most
+ *     N calls of T; no call of B before the first call of A (`before`).
+ *
+ * Token markers (`(:token ...)`) are matched here by their text, as `specc check` matches them
+ * without a vocabulary.
  *
  * Choices where the definitions leave room (see also tests/fixtures/traces/index.json):
  *  - A trace that ends right after an env marker, with no env segment, conforms iff the rest holds
@@ -167,11 +176,17 @@ export function leadingText(item: Extract<Item, { kind: "text" }>, pieces: Piece
 
 // ───────────────────────────────────────────── rule 7 ─────────────────────────────────────────────
 
-/** Rule 7: may a state with this content constraint have this content? */
+/** Rule 7: may a state with this content constraint have this content? (Tool contents: rule 10.) */
 export function contentOk(content: ContentIR, text: string): boolean {
   switch (content.kind) {
     case "any":
       return true;
+    case "empty":
+      return isWhitespace(text);
+    case "toolName":
+    case "toolArgs":
+    case "toolCall":
+      throw new Error("tool contents depend on the run: see toolCalls (rule 10)");
     case "oneOf":
       return content.options.includes(trimWhitespace(text));
     case "grammar":
@@ -281,6 +296,9 @@ export function constraintHolds(c: ConstraintIR, seq: readonly number[]): boolea
       return occurrences(seq, c.state) >= c.n;
     case "eventually":
       return occurrences(seq, c.state) >= 1;
+    case "toolAtMost":
+    case "toolBefore":
+      throw new Error("tool constraints are about tool calls, not states: see toolCalls (rule 10)");
   }
 }
 
@@ -340,10 +358,12 @@ export function explainTrace(ir: SpecIR, trace: Trace): Verdict {
   const no = (reason: string): Verdict => ({ conforms: false, reason, states });
   if (violation !== null) return no(violation);
 
-  // rule 7
+  // rule 7 (and rule 10's contents)
+  const calls = toolCalls(ir, steps);
+  if (typeof calls === "string") return no(calls);
   for (const step of steps) {
     const state = ir.states[step.state]!;
-    if (state.env) continue;
+    if (state.env || state.content.kind === "toolName" || state.content.kind === "toolArgs" || state.content.kind === "toolCall") continue;
     if (!contentOk(state.content, step.content ?? "")) {
       return no(`content of ${state.name} is not allowed: ${JSON.stringify(step.content)}`);
     }
@@ -353,8 +373,21 @@ export function explainTrace(ir: SpecIR, trace: Trace): Verdict {
   if (!behaviorAccepts(ir.behavior, seq)) {
     return no(`the state sequence [${states.join(" ")}] is not a complete run of the behavior`);
   }
+  // rule 10's constraints
+  for (const c of ir.constraints) {
+    if (c.kind !== "toolAtMost" && c.kind !== "toolBefore") continue;
+    const tools = ir.tools ?? [];
+    if (c.kind === "toolAtMost" && calls.filter((t) => t === c.tool).length > c.n) {
+      return no(`constraint violated: at most ${c.n} × tool ${tools[c.tool]!.name}`);
+    }
+    if (c.kind === "toolBefore") {
+      const a = calls.indexOf(c.first), b = calls.indexOf(c.then);
+      if (b >= 0 && (a < 0 || a > b)) return no(`constraint violated: tool ${tools[c.then]!.name} before tool ${tools[c.first]!.name}`);
+    }
+  }
   // rule 9
   for (const c of ir.constraints) {
+    if (c.kind === "toolAtMost" || c.kind === "toolBefore") continue;
     if (!constraintHolds(c, seq)) {
       const s = ir.states[c.state]!.name;
       const what = c.kind === "eventually" ? `eventually ${s}` : `${c.kind === "atMost" ? "at most" : "at least"} ${c.n} × ${s}`;
@@ -362,6 +395,36 @@ export function explainTrace(ir: SpecIR, trace: Trace): Verdict {
     }
   }
   return { conforms: true, reason: null, states };
+}
+
+/**
+ * Rule 10: the tool called by each :tool-name / :tool-call step, in order, checking those contents
+ * and every :tool-args content against the tool called last. Returns the calls, or why not.
+ */
+export function toolCalls(ir: SpecIR, steps: Step[]): number[] | string {
+  const tools = ir.tools ?? [];
+  const calls: number[] = [];
+  const enc = new TextEncoder();
+  for (const step of steps) {
+    const state = ir.states[step.state]!;
+    if (state.env) continue;
+    const text = trimWhitespace(step.content ?? "");
+    const kind = state.content.kind;
+    if (kind === "toolName") {
+      const t = tools.findIndex((x) => x.name === text);
+      if (t < 0) return `content of ${state.name} is not a tool name: ${JSON.stringify(step.content)}`;
+      calls.push(t);
+    } else if (kind === "toolCall") {
+      const matching = tools.flatMap((x, i) => (recognize(x.call, enc.encode(text)) ? [i] : []));
+      if (matching.length !== 1) return `content of ${state.name} is not a call of ${matching.length ? "exactly one" : "any"} tool: ${JSON.stringify(step.content)}`;
+      calls.push(matching[0]!);
+    } else if (kind === "toolArgs") {
+      const last = calls[calls.length - 1];
+      if (last === undefined) return `content of ${state.name}: arguments before any tool was chosen`;
+      if (!recognize(tools[last]!.args, enc.encode(text))) return `content of ${state.name} is not valid arguments of tool ${tools[last]!.name}: ${JSON.stringify(step.content)}`;
+    }
+  }
+  return calls;
 }
 
 /** true iff the trace is a complete run that conforms to the spec. */

@@ -10,6 +10,8 @@
 
 import { readFileSync } from "node:fs";
 import { parseGrammar } from "../../compiler/grammar/index.js";
+import { readTools } from "../../compiler/tools.js";
+import { TOKEN_BYTES } from "../../compiler/tokens.js";
 import type { Behavior, ConstraintIR, ContentIR, SpecIR, Span, StateIR } from "../../compiler/ir.js";
 
 /** [name, marker, env?, options of :output-constrs?] */
@@ -166,6 +168,39 @@ function withGrammar(ir: SpecIR, name: string, file: string, maxDepth?: number):
   return ir;
 }
 
+/**
+ * Gives `ir` the tools of `toolsFile` (read by compiler/tools.ts: the tool grammars are the JSON
+ * Schema front end's), tool contents for the named states, token markers (bytes in declaration
+ * order) and tool constraints written as `[kind, ...tool names]`: `["before", "a", "b"]`,
+ * `["at-most", 2, "b"]`, `["at-most", 1, "*"]` (each tool).
+ */
+function withTools(
+  ir: SpecIR, toolsFile: string,
+  contents: Record<string, ContentIR["kind"]>, tokenStates: string[],
+  constraints: (string | number)[][],
+): SpecIR {
+  const tools = readTools(readFileSync(toolsFile, "utf8"), toolsFile);
+  const sp = span(ir.file);
+  const idx = (n: string | number) => {
+    const i = tools.findIndex((t) => t.name === n);
+    if (i < 0) throw new Error(`no tool ${String(n)}`);
+    return i;
+  };
+  for (const st of ir.states) {
+    const k = contents[st.name];
+    if (k === "empty") st.content = { kind: "empty" };
+    else if (k === "toolName" || k === "toolArgs" || k === "toolCall") st.content = { kind: k, span: sp } as ContentIR;
+    const t = tokenStates.indexOf(st.name);
+    if (t >= 0) st.tokenByte = TOKEN_BYTES[t]!;
+  }
+  for (const c of constraints) {
+    if (c[0] === "before") ir.constraints.push({ kind: "toolBefore", first: idx(c[1]!), then: idx(c[2]!), span: sp });
+    else if (c[2] === "*") tools.forEach((_, i) => ir.constraints.push({ kind: "toolAtMost", tool: i, n: c[1] as number, span: sp }));
+    else ir.constraints.push({ kind: "toolAtMost", tool: idx(c[2]!), n: c[1] as number, span: sp });
+  }
+  return { ...ir, tools };
+}
+
 /** Every spec file of examples/, keyed by its path relative to the repository root. */
 export const EXAMPLE_SPECS: Record<string, SpecIR> = {
   "examples/react-calculator.agent": withGrammar(build(
@@ -303,4 +338,28 @@ export const EXAMPLE_SPECS: Record<string, SpecIR> = {
     "examples/react-limits.agent", "react-limits-agent", REACT_COLON,
     "(next (until (next Thought Action Action-Input Observation) (or Final-Thought Thought)) Answer)",
     ["(at-most 2 Action)", "(at-least 1 Action)", "(eventually Final-Thought)"]),
+  "examples/react-typed.agent": withTools(build(
+    "examples/react-typed.agent", "react-typed",
+    [
+      ["Thought", "Thought:"],
+      ["Action", "Action:"],
+      ["Action-Input", "Action Input:"],
+      ["Observation", "Observation:", true],
+      ["Final-Answer", "Final Answer:"],
+    ],
+    "(next (until (next Thought Action Action-Input Observation) Thought) Final-Answer)"),
+    "examples/tools/travel.tools.json", { "Action": "toolName", "Action-Input": "toolArgs" }, [],
+    [["before", "search_flights", "book_flight"], ["at-most", 2, "book_flight"]]),
+  "examples/qwen3-tools.agent": withTools(build(
+    "examples/qwen3-tools.agent", "qwen3-tools",
+    [
+      ["Think", "<think>"],
+      ["Think-End", "</think>"],
+      ["Call", "<tool_call>"],
+      ["Call-End", "</tool_call>"],
+      ["Turn-End", "<|im_end|>", true],
+    ],
+    "(next (until (next Think Think-End Call Call-End (until (next Call Call-End) Turn-End)) (next Think Think-End Turn-End)))"),
+    "examples/tools/travel.tools.json", { "Call": "toolCall", "Call-End": "empty" }, ["Think", "Think-End", "Call", "Call-End", "Turn-End"],
+    [["before", "search_flights", "book_flight"], ["at-most", 1, "*"]]),
 };
