@@ -102,6 +102,8 @@ export interface SampleOptions {
   maxTokens?: number;
   /** false: the same sampler over all non-special tokens, ignoring the spec (for comparison). */
   masked?: boolean;
+  /** When given, receives each sample's token ids as committed (forced markers included; EOS not). */
+  ids?: number[][];
 }
 
 const WORDS = ["the", "result", "is", "42", "Paris", "found", "page", "not", "a", "river", "(1970)", "\n", "yes", "no"];
@@ -148,6 +150,9 @@ export function sampleTraces(spec: Spec, vocab: Vocabulary, o: SampleOptions): T
     m.reset();
     if (!finisher) m.budget = 4 * k; // the runtime's budget is only the safety net; the sampler moves on at k
     const segments: Trace["segments"] = [];
+    const record: number[] = [];
+    o.ids?.push(record);
+    const commit = (id: number) => { const r = m.commit(id); if (r !== "rejected" && !eosIds.has(id)) record.push(id); return r; };
     let bytes: number[] = [];
     const flush = () => { if (bytes.length) segments.push({ by: "llm", text: dec.decode(Uint8Array.from(bytes)) }); bytes = []; };
     const yieldEnv = () => {
@@ -162,17 +167,21 @@ export function sampleTraces(spec: Spec, vocab: Vocabulary, o: SampleOptions): T
         const rest = finisher.finish(finisher.run(Uint8Array.from(bytes))!);
         const ids = rest && spell(dec.decode(rest));
         const snapshot = m.state;
-        if (ids && ids.every((id) => m.commit(id) !== "rejected")) {
+        const before = record.length;
+        if (ids && ids.every((id) => commit(id) !== "rejected")) {
           for (const b of rest!) bytes.push(b);
           const eos = [...eosIds][0];
           if (eos !== undefined) m.commit(eos);
           break;
         }
         m.state = snapshot; // a completion that does not spell (e.g. mid-character): go on sampling
+        record.length = before;
       }
       if (masked && !finisher && m.tokensInState >= k && rand() < 0.5) {
         // Past k tokens in a state, move on: write one of the valid next markers (or end the run).
-        const forced = forceMarker(m, spell, rand, spec, [...eosIds][0]);
+        const before = record.length;
+        const forced = forceMarker(m, spell, rand, spec, [...eosIds][0], commit);
+        if (forced === null) record.length = before;
         if (forced === "eos") break;
         if (forced !== null) {
           for (const b of forced.bytes) bytes.push(b);
@@ -191,7 +200,7 @@ export function sampleTraces(spec: Spec, vocab: Vocabulary, o: SampleOptions): T
       }
       if (eosIds.has(tok)) break;
       for (const b of bytesOf(tok)!) bytes.push(b);
-      const yielded = masked ? m.commit(tok) === "yield" : envMarkers.some((mk) => dec.decode(Uint8Array.from(bytes)).endsWith(mk));
+      const yielded = masked ? commit(tok) === "yield" : envMarkers.some((mk) => dec.decode(Uint8Array.from(bytes)).endsWith(mk));
       if (yielded) yieldEnv();
     }
     flush();
@@ -241,7 +250,8 @@ function speller(spec: Spec, vocab: Vocabulary): (text: string) => number[] | nu
  * Returns what was written, "eos", or null (nothing fits here yet, e.g. unfinished one-of content;
  * the matcher is then unchanged).
  */
-function forceMarker(m: Matcher, spell: (t: string) => number[] | null, rand: () => number, spec: Spec, eos: number | undefined): { bytes: Uint8Array } | "eos" | null {
+function forceMarker(m: Matcher, spell: (t: string) => number[] | null, rand: () => number, spec: Spec, eos: number | undefined,
+  commit: (id: number) => string = (id) => m.commit(id)): { bytes: Uint8Array } | "eos" | null {
   const names = m.validNext();
   const options: (string | null)[] = names.map((n) => spec.states.find((s) => s.name === n)!.marker);
   if (m.isAccepting) options.push(null);
@@ -255,7 +265,7 @@ function forceMarker(m: Matcher, spell: (t: string) => number[] | null, rand: ()
   if (!ids) return null;
   const snapshot = m.state;
   for (let i = 0; i < ids.length; i++) {
-    if (m.commit(ids[i]!) === "rejected") {
+    if (commit(ids[i]!) === "rejected") {
       if (i <= m.rollbackLimit) m.rollback(i);
       else m.state = snapshot;
       return null;

@@ -13,6 +13,7 @@ import type { Compiled } from "../../compiler/ir.js";
 import { parseTables, serializeTables } from "../../compiler/tables.js";
 import { byteDfaEngine, runTrace, type Engine, type Trace, type Verdict } from "../../compiler/trace.js";
 import { checkTrace } from "../helpers/interpreter.js";
+import { tokenMarkers } from "../../compiler/tokens.js";
 
 interface Case { spec: string; trace: string; conforms: boolean; note?: string }
 const cases: Case[] = JSON.parse(readFileSync("tests/fixtures/traces/index.json", "utf8"));
@@ -54,7 +55,8 @@ describe("conformance suite: reference = unminimized = minimized = reloaded tabl
       const trace: Trace = JSON.parse(readFileSync(k.trace, "utf8"));
       expect(checkTrace(c.ir, trace), "reference interpreter").toBe(k.conforms);
       const markers = c.ir.states.map((s) => s.marker);
-      const verdicts = Object.fromEntries(Object.entries(engines).map(([name, e]) => [name, portable(runTrace(e, trace, markers))]));
+      const tokens = tokenMarkers(c.ir.states);
+      const verdicts = Object.fromEntries(Object.entries(engines).map(([name, e]) => [name, portable(runTrace(e, trace, markers, tokens))]));
       for (const [name, v] of Object.entries(verdicts)) {
         expect(v.verdict === "conforms", `${name} engine`).toBe(k.conforms);
         expect(v, `${name} agrees with the minimized automaton`).toEqual(verdicts.minimized);
