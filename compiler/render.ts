@@ -106,7 +106,13 @@ export function stateDot(ir: SpecIR, dfa: StateDfa): string {
     nth.set(s, k);
     const name = count.get(s)! > 1 ? `${st.name} ·${k}` : st.name;
     let label = htmlText(name);
-    if (st.marker !== "") label += `<BR/><FONT POINT-SIZE="10" COLOR="#555555">${htmlText(st.marker)}</FONT>`;
+    if (st.marker !== "") label += `<BR/><FONT POINT-SIZE="10" COLOR="#555555">${htmlText(st.marker)}${st.tokenByte !== undefined ? " (token)" : ""}</FONT>`;
+    const tools = ir.tools ?? [];
+    const toolLabel = st.content.kind === "toolName" ? tools.map((t) => t.name).join(" | ")
+      : st.content.kind === "toolArgs" ? "arguments of the tool chosen"
+      : st.content.kind === "toolCall" ? `call of ${tools.map((t) => t.name).join(" | ")}`
+      : st.content.kind === "empty" ? "(whitespace)" : null;
+    if (toolLabel !== null) label += `<BR/><FONT POINT-SIZE="9" COLOR="#555555"><I>${htmlText(toolLabel)}</I></FONT>`;
     if (st.content.kind === "oneOf") {
       const opts = st.content.options.map((o) => htmlText(o)).join(" | ");
       label += `<BR/><FONT POINT-SIZE="9" COLOR="#555555"><I>${opts}</I></FONT>`;
