@@ -46,13 +46,11 @@
  * Marker corrections count as retries; more than `maxRetries` in a row is a `ChunkModeError`.
  */
 import type { Compiled } from "../compiler/ir.js";
+import { decodeBytes } from "../compiler/tokens.js";
 import { byteDfaEngine, firstMarker, runTrace, type Segment, type Trace, type Verdict } from "../compiler/trace.js";
-import { answerEnv, checkTools, nextMarker, transcriptSteps, type LogprobScorer, type ParallelRecord, type Step, type Tools } from "./runner.js";
+import { answerEnv, checkTools, nextMarker, recordedCalls, transcriptSteps, type CallRecord, type LogprobScorer, type ParallelRecord, type Step, type Tools } from "./runner.js";
 import { STATE_ACCEPTING, STATE_YIELD, type Matcher, type Spec } from "../bindings/spec.js";
 
-const enc = new TextEncoder();
-const dec = new TextDecoder();
-const decode = (b: ArrayLike<number>): string => dec.decode(Uint8Array.from(b as ArrayLike<number>));
 const isWs = (b: number): boolean => b === 0x20 || b === 0x0a || b === 0x09 || b === 0x0d;
 
 // ---- Pieces ------------------------------------------------------------------------------------------
@@ -102,6 +100,12 @@ export function outputConstrsOf(c: Compiled): Record<string, string[]> {
 }
 
 const distCache = new WeakMap<Spec, Int32Array>();
+
+/** Bytes in the order content completion tries them: letters, digits, other printable ASCII, whitespace, the rest. */
+const BYTE_PREFERENCE: readonly number[] = (() => {
+  const rank = (b: number) => (/[a-z0-9A-Z]/.test(String.fromCharCode(b)) ? 0 : b > 0x20 && b < 0x7f ? 1 : isWs(b) ? 2 : 3);
+  return Array.from({ length: 256 }, (_, b) => b).sort((a, b) => rank(a) - rank(b) || a - b);
+})();
 
 /** Per byte-level state: the fewest bytes (env answers count 1) to an accepting state. */
 function distances(spec: Spec): Int32Array {
@@ -211,9 +215,14 @@ export class DecodingMonitor {
     private readonly opts: MonitorOptions = {},
   ) {
     this.matcher = spec.matcher();
-    for (const s of spec.states) this.markerBytes.set(s.name, enc.encode(s.marker));
+    for (const s of spec.states) this.markerBytes.set(s.name, this.spec.encode(s.marker));
     this.allMarkers = [...this.markerBytes.values()];
     this.snap = [this.matcher.state];
+  }
+
+  /** Bytes the matcher read → text (token markers as their text). */
+  private bytesText(b: ArrayLike<number>): string {
+    return decodeBytes(Uint8Array.from(b as ArrayLike<number>), this.spec.tokens);
   }
 
   /** Feeds the prompt from its first marker on (text before it is context). */
@@ -229,13 +238,13 @@ export class DecodingMonitor {
 
   /** Everything after the prompt: LLM text (with corrections) and env text. */
   get text(): string {
-    return this.done.map((s) => s.text).join("") + decode(this.cur);
+    return this.done.map((s) => s.text).join("") + this.bytesText(this.cur);
   }
 
   /** The transcript so far (DESIGN §4). */
   get transcript(): Trace {
     const segs: Segment[] = [{ by: "prompt", text: this.prompt }, ...this.done];
-    if (this.cur.length) segs.push({ by: "llm", text: decode(this.cur) });
+    if (this.cur.length) segs.push({ by: "llm", text: this.bytesText(this.cur) });
     return { segments: segs };
   }
 
@@ -250,12 +259,12 @@ export class DecodingMonitor {
 
   /** Validates a chunk the model wrote; commits its valid prefix and the correction. */
   validate(chunk: string): ChunkOutcome {
-    const bytes = enc.encode(chunk);
+    const bytes = this.spec.encode(chunk);
     for (let i = 0; i < bytes.length; i++) {
       if (!this.push(bytes[i]!)) return this.violation(bytes, i);
       if (this.matcher.yielding) {
         // The LLM's turn ends with the env marker; text after it (a missing stop sequence) is dropped.
-        const rest = decode(bytes.subarray(i + 1));
+        const rest = this.bytesText(bytes.subarray(i + 1));
         const corrections: Correction[] = rest ? [this.note("end", rest, "")] : [];
         return { status: "yield", ok: !rest, violated: false, corrections };
       }
@@ -289,7 +298,7 @@ export class DecodingMonitor {
   force(): ChunkOutcome {
     const opts = this.constrained();
     if (opts) {
-      const content = decode(this.cur.slice(this.markEnd));
+      const content = this.bytesText(this.cur.slice(this.markEnd));
       if (!opts.includes(content.trim())) return this.replaceContent(content, "", opts);
     }
     const c = this.appendPrefix("force", "", true);
@@ -314,7 +323,7 @@ export class DecodingMonitor {
   }
 
   private flush(): void {
-    if (this.cur.length) this.done.push({ by: "llm", text: decode(this.cur) });
+    if (this.cur.length) this.done.push({ by: "llm", text: this.bytesText(this.cur) });
     this.cur = [];
     this.snap = [this.matcher.state];
   }
@@ -345,7 +354,7 @@ export class DecodingMonitor {
   private append(text: string): boolean {
     const at = this.cur.length;
     const { markEnd, region, version } = this;
-    for (const b of enc.encode(text)) {
+    for (const b of this.spec.encode(text)) {
       if (!this.push(b)) {
         this.truncate(at);
         Object.assign(this, { markEnd, region, version });
@@ -375,7 +384,7 @@ export class DecodingMonitor {
     for (const name of valid) {
       for (const sep of ["", "\n"]) {
         let s = this.matcher.state;
-        for (const b of enc.encode(sep + this.markerOf(name))) {
+        for (const b of this.spec.encode(sep + this.markerOf(name))) {
           s = s < 0 ? -1 : trans[s * nClasses + classMap[b]!]!;
         }
         if (s < 0) continue;
@@ -388,9 +397,39 @@ export class DecodingMonitor {
     return best;
   }
 
+  /** Whether the text of some valid next marker (after a newline or not) could be appended now. */
+  private markerFits(): boolean {
+    const { trans, classMap, nClasses } = this.spec.dfa;
+    return this.matcher.validNext().some((name) => ["", "\n"].some((sep) => {
+      let s = this.matcher.state;
+      for (const b of this.spec.encode(sep + this.markerOf(name))) if ((s = trans[s * nClasses + classMap[b]!]!) < 0) return false;
+      return true;
+    }));
+  }
+
+  /**
+   * Structured content the model left unfinished (JSON arguments, a grammar sentence, a tool
+   * name) where no marker may come yet: appends the shortest completion the spec allows (bytes
+   * along a shortest path to acceptance; letters and digits before other characters), so that a
+   * marker can follow. Free text needs none. Returns the text appended.
+   */
+  private completeContent(): string {
+    if (this.spec.pushdown) return "";
+    const d = distances(this.spec);
+    const { trans, classMap, nClasses } = this.spec.dfa;
+    const start = this.cur.length;
+    while (!this.markerFits()) {
+      const s = this.matcher.state;
+      const b = BYTE_PREFERENCE.find((x) => { const t = trans[s * nClasses + classMap[x]!]!; return t >= 0 && d[t] === d[s]! - 1; });
+      if (b === undefined || !this.push(b)) break;
+    }
+    return this.bytesText(this.cur.slice(start));
+  }
+
   /** Appends the valid-state prefix (or a whole marker) at the current position. */
   private appendPrefix(kind: Correction["kind"], discarded: string, whole: boolean): Correction | null {
     const m = this.matcher;
+    const filled = this.region === "content" ? this.completeContent() : "";
     const valid = m.validNext();
     if (!valid.length) {
       if (m.isAccepting) {
@@ -406,7 +445,7 @@ export class DecodingMonitor {
     const note = this.note(kind, discarded, "");
     for (const t of sep ? [sep + p, p] : [p]) {
       if (this.append(t)) {
-        note.appended = t;
+        note.appended = filled + t;
         return note;
       }
     }
@@ -424,11 +463,11 @@ export class DecodingMonitor {
   }
 
   private violation(bytes: Uint8Array, i: number): ChunkOutcome {
-    const offset = dec.decode(bytes.subarray(0, i)).length;
+    const offset = this.bytesText(bytes.subarray(0, i)).length;
     const rest = bytes.subarray(i);
     const opts = this.constrained();
     if (opts) {
-      const regionText = decode(this.cur.slice(this.markEnd)) + dec.decode(rest);
+      const regionText = this.bytesText(this.cur.slice(this.markEnd)) + this.bytesText(rest);
       const hit = nextMarker(regionText, 0, this.spec.states);
       const content = hit ? regionText.slice(0, hit.at) : regionText;
       if (!opts.includes(content.trim())) {
@@ -445,7 +484,7 @@ export class DecodingMonitor {
         if (this.startsMarker(this.cur.slice(s), rest[0]!)) { cut = s; break; }
       }
     }
-    const discarded = decode(this.cur.slice(cut)) + dec.decode(rest);
+    const discarded = this.bytesText(this.cur.slice(cut)) + this.bytesText(rest);
     this.truncate(cut);
     // The same cut as the last correction: the prefix did not steer the model (a greedy model
     // writes the same again), so this time a whole marker goes in.
@@ -521,6 +560,8 @@ export interface ChunkedOptions extends MonitorOptions {
 
 export interface ChunkedResult {
   transcript: Trace;
+  /** Typed tool calls (handlers made by `typedTools`), in order, with their results. */
+  toolCalls: CallRecord[];
   steps: Step[];
   verdict: Verdict["verdict"];
   requests: number;
@@ -606,11 +647,13 @@ export async function runChunked(o: ChunkedOptions): Promise<ChunkedResult> {
     } else out = mon.correct();
     retry(out, res.text);
   }
-  const transcript = mon.transcript;
+  const toolCalls = recordedCalls(o.tools);
+  const transcript: Trace = { ...mon.transcript, ...(toolCalls.length ? { toolCalls } : {}) };
   return {
+    toolCalls,
     transcript,
     steps: transcriptSteps(transcript.segments, spec.states),
-    verdict: runTrace(byteDfaEngine(spec.dfa), transcript, spec.states.map((s) => s.marker)).verdict,
+    verdict: runTrace(byteDfaEngine(spec.dfa), transcript, spec.states.map((s) => s.marker), spec.tokens).verdict,
     requests,
     corrections: mon.corrections,
     parallel,

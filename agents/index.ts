@@ -6,8 +6,9 @@
 export {
   runAgent, evaluator, envText, llamaBackend, chooseByLogProb, lengthNormalizedScore,
   type RunAgentOptions, type AgentResult, type AgentContext, type ToolHandler, type Tools, type EnvHandler,
-  type ParallelHandler, type ActionCall, type ActionResult, type TokenBackend,
+  type ParallelHandler, type ActionCall, type ActionResult, type TokenBackend, type RawEnv,
 } from "./runner.js";
+export { typedTools, callsSince, plainResults, hermesResponses, type TypedCall, type CallRecord, type TypedHandler, type TypedToolsOptions } from "./tools.js";
 export {
   runChunked, httpCompletions, DecodingMonitor, ChunkModeError,
   type ChunkedOptions, type ChunkedResult, type Complete, type CompletionResult,

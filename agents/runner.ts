@@ -108,8 +108,14 @@ export interface AgentContext {
   readonly text: string;
 }
 
+/**
+ * Env text a handler wants used exactly as it is (a chat template's tool-response turn), instead
+ * of being shaped by `envText`.
+ */
+export interface RawEnv { raw: string }
+
 /** A tool or evaluator: returns the env state's content. */
-export type ToolHandler = (ctx: AgentContext) => string | Promise<string>;
+export type ToolHandler = (ctx: AgentContext) => string | RawEnv | Promise<string | RawEnv>;
 
 /** One action collected for a parallel step. */
 export interface ActionCall {
@@ -287,7 +293,10 @@ export async function answerEnv(
   };
   const text = segments.map((s, i) => (i === 0 && s.by === "prompt" ? fromFirstMarker(s.text) : s.text)).join("");
   const ctx = makeContext(state, steps, text);
-  if (!isParallel(h)) return envText(await h(ctx));
+  if (!isParallel(h)) {
+    const r = await h(ctx);
+    return typeof r === "string" ? envText(r) : r.raw;
+  }
 
   const calls = collectActions(steps, states, h);
   const outs = await Promise.all(calls.map((c) => h.actions(c, ctx)));
@@ -426,7 +435,34 @@ export interface AgentResult {
   parallel: ParallelRecord[];
   /** The rule enforcer's decision for each guarded tool call, in order. */
   decisions: Decision[];
+  /** Typed tool calls (handlers made by `typedTools`), in order, with their results; also in `transcript.toolCalls`. */
+  toolCalls: CallRecord[];
 }
+
+/** The typed tool calls recorded by the `typedTools` handlers (agents/tools.ts) among `tools`, in order. */
+export function recordedCalls(tools: Tools): CallRecord[] {
+  return Object.values(tools).flatMap((h) => {
+    const calls = (h as unknown as { calls?: unknown }).calls;
+    return Array.isArray(calls) ? (calls as CallRecord[]) : [];
+  });
+}
+
+/** A tool call as the model wrote it. */
+export interface TypedCall {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/** A call with what came of it. */
+export interface CallRecord extends TypedCall {
+  /** The state that wrote the call (the :tool-call state, or the :tool-args state of a pair). */
+  state: string;
+  /** The handler's result as text, or the blocked text. */
+  result: string;
+  /** The rule that blocked the call (it was not executed). */
+  blockedBy?: string;
+}
+
 
 /** Runs a spec in token mode (see the file overview). */
 export async function runAgent(o: RunAgentOptions): Promise<AgentResult> {
@@ -488,12 +524,14 @@ export async function runAgent(o: RunAgentOptions): Promise<AgentResult> {
   } finally {
     sequence.dispose?.();
   }
-  const transcript: Trace = { segments: [{ by: "prompt", text: prompt }, ...res.segments.slice(1)] };
+  const toolCalls = recordedCalls(tools);
+  const transcript: Trace = { segments: [{ by: "prompt", text: prompt }, ...res.segments.slice(1)], ...(toolCalls.length ? { toolCalls } : {}) };
   return {
+    toolCalls,
     transcript,
     steps: transcriptSteps(transcript.segments, spec.states),
     stop: res.stop,
-    verdict: runTrace(byteDfaEngine(spec.dfa), transcript, markers).verdict,
+    verdict: runTrace(byteDfaEngine(spec.dfa), transcript, markers, spec.tokens).verdict,
     sampledTokens: res.sampledTokens,
     forcedChars: res.forcedChars,
     parallel,

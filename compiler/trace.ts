@@ -13,7 +13,11 @@ import { encodeText, type TokenMarker } from "./tokens.js";
 import { PdaRunner, pdaOfByteDfa, type PdaConfig } from "./grammar/pda.js";
 
 export interface Segment { by: "prompt" | "llm" | "env"; text: string }
-export interface Trace { segments: Segment[] }
+export interface Trace {
+  segments: Segment[];
+  /** The typed tool calls of the run, with their results, as the runners record them (not checked). */
+  toolCalls?: { name: string; arguments: Record<string, unknown>; result: string }[];
+}
 
 /** What the runner needs from an automaton. States are opaque numbers. */
 export interface Engine {
