@@ -6,16 +6,19 @@
  * EOS ids, the order being a permutation of the text tokens, and a checksum over the payload.
  * Layout (little-endian, every array 4-byte aligned):
  *
- *   u32 magic 0x56505053 ("SPPV") · u16 version 1 · u16 byte-order mark 0xFEFF · u32 size ·
+ *   u32 magic 0x56505053 ("SPPV") · u16 version 2 · u16 byte-order mark 0xFEFF · u32 size ·
  *   u32 nEos · u32 nText · u32 byteCount · u8 family (0 bytes, 1 byte-bpe, 2 sentencepiece) ·
  *   u8 addsPrefixSpace · u16 0 · u32 checksum (FNV-1a over everything after the header) ·
- *   u32 eos[nEos] · u32 offsets[size + 1] · u32 order[nText] · u8 special[size] · u8 bytes[byteCount]
+ *   u32 eos[nEos] · u32 offsets[size + 1] · u32 order[nText] · u8 special[size] · u8 bytes[byteCount] ·
+ *   u32 addedLen · u8 added[addedLen] (version 2: the tokenizer's added tokens as UTF-8 JSON
+ *   `[[content, id], …]`, special ones included, so `(:token "<|im_end|>")` markers can be bound)
+ * Version 1 files (no added tokens) are still read.
  *
  * Independent of vocab.ts (which imports it), so there is no import cycle.
  */
 
 export const PREPARED_MAGIC = 0x56505053;
-export const PREPARED_VERSION = 1;
+export const PREPARED_VERSION = 2;
 const HEADER = 36;
 const FAMILIES = ["bytes", "byte-bpe", "sentencepiece"] as const;
 
@@ -27,6 +30,8 @@ export interface PreparedVocabulary {
   order: Uint32Array;
   family: (typeof FAMILIES)[number];
   addsPrefixSpace: boolean;
+  /** The tokenizer's added tokens, content → id (version 2). */
+  added?: [string, number][];
 }
 
 /** Whether `data` starts like a prepared vocabulary file. */
@@ -43,7 +48,8 @@ function fnv1a(data: Uint8Array, from: number): number {
 export function serializePrepared(v: PreparedVocabulary): Uint8Array {
   const size = v.special.length;
   const nEos = v.eos.length, nText = v.order.length, byteCount = v.offsets[size]!;
-  const total = HEADER + 4 * (nEos + size + 1 + nText) + size + byteCount;
+  const added = new TextEncoder().encode(JSON.stringify(v.added ?? []));
+  const total = HEADER + 4 * (nEos + size + 1 + nText) + size + byteCount + 4 + added.length;
   const out = new Uint8Array(total);
   const dv = new DataView(out.buffer);
   dv.setUint32(0, PREPARED_MAGIC, true);
@@ -63,6 +69,9 @@ export function serializePrepared(v: PreparedVocabulary): Uint8Array {
   out.set(v.special, at);
   at += size;
   out.set(v.bytes.subarray(0, byteCount), at);
+  at += byteCount;
+  dv.setUint32(at, added.length, true);
+  out.set(added, at + 4);
   dv.setUint32(28, fnv1a(out, HEADER), true);
   return out;
 }
@@ -77,13 +86,16 @@ export function deserializePrepared(data: Uint8Array, name = "the prepared vocab
   if (dv.getUint32(0, true) !== PREPARED_MAGIC) bad("bad magic (expected \"SPPV\")");
   if (dv.getUint16(6, true) !== 0xfeff) bad("wrong byte order");
   const version = dv.getUint16(4, true);
-  if (version !== PREPARED_VERSION) bad(`format version ${version}; this specc reads version ${PREPARED_VERSION}: prepare it again with \`specc vocab\``);
+  if (version !== PREPARED_VERSION && version !== 1) bad(`format version ${version}; this specc reads versions 1 and ${PREPARED_VERSION}: prepare it again with \`specc vocab\``);
   const size = dv.getUint32(8, true), nEos = dv.getUint32(12, true), nText = dv.getUint32(16, true), byteCount = dv.getUint32(20, true);
   const familyCode = data[24]!, prefix = data[25]!;
   if (size === 0) bad("no tokens");
   if (nText > size || nEos > size) bad("counts larger than the vocabulary");
   if (familyCode >= FAMILIES.length || prefix > 1 || dv.getUint16(26, true) !== 0) bad("bad header flags");
-  const expected = HEADER + 4 * (nEos + size + 1 + nText) + size + byteCount;
+  const body = HEADER + 4 * (nEos + size + 1 + nText) + size + byteCount;
+  if (data.length < body + (version === 1 ? 0 : 4)) bad(`${data.length} bytes where the header says ${body}${version === 1 ? "" : " and more"} (truncated)`);
+  const addedLen = version === 1 ? 0 : dv.getUint32(body, true);
+  const expected = version === 1 ? body : body + 4 + addedLen;
   if (data.length !== expected) bad(`${data.length} bytes where the header says ${expected} (truncated or padded)`);
   if (fnv1a(data, HEADER) !== dv.getUint32(28, true)) bad("checksum mismatch (the file is corrupted)");
   // Zero-copy views where the bytes are aligned and the host is little-endian (every host specc
@@ -119,7 +131,16 @@ export function deserializePrepared(data: Uint8Array, name = "the prepared vocab
     seen[id] = 1;
     if (k > 0 && compareTokens(bytes, offsets, order[k - 1]!, id) > 0) bad(`sorted token list is out of order at entry ${k}`);
   }
-  return { bytes, offsets, special, eos, order, family: FAMILIES[familyCode]!, addsPrefixSpace: prefix === 1 };
+  let added: [string, number][] = [];
+  if (addedLen) {
+    try {
+      added = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(data.subarray(body + 4, body + 4 + addedLen))) as [string, number][];
+    } catch { bad("the added-token list is not UTF-8 JSON"); }
+    if (!Array.isArray(added) || !added.every((a) => Array.isArray(a) && typeof a[0] === "string" && Number.isInteger(a[1]) && a[1] >= 0 && a[1] < size)) {
+      bad("the added-token list is not [[content, id], …] with ids in the vocabulary");
+    }
+  }
+  return { bytes, offsets, special, eos, order, family: FAMILIES[familyCode]!, addsPrefixSpace: prefix === 1, added };
 }
 
 function compareTokens(bytes: Uint8Array, offsets: Uint32Array, a: number, b: number): number {

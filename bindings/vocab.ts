@@ -334,12 +334,13 @@ export class Vocabulary {
     } catch (e) {
       throw new VocabularyError(errorMessage(e));
     }
-    return new Vocabulary({ bytes: p.bytes, offsets: p.offsets, special: p.special }, p.eos, p.family, p.addsPrefixSpace, p.order);
+    return new Vocabulary({ bytes: p.bytes, offsets: p.offsets, special: p.special }, p.eos, p.family, p.addsPrefixSpace, p.order,
+      p.added?.length ? new Map(p.added) : undefined);
   }
 
   /** This vocabulary as a prepared file (see `fromPrepared`). */
   toPrepared(): Uint8Array {
-    return serializePrepared({ bytes: this.bytes, offsets: this.offsets, special: this.specials, eos: this.eos, order: this.textOrder(), family: this.family, addsPrefixSpace: this.addsPrefixSpace });
+    return serializePrepared({ bytes: this.bytes, offsets: this.offsets, special: this.specials, eos: this.eos, order: this.textOrder(), family: this.family, addsPrefixSpace: this.addsPrefixSpace, added: [...(this.added ?? [])] });
   }
 
   /** The text (non-special) token ids sorted by bytes: the token trie's order, computed once. */
@@ -396,8 +397,7 @@ export class Vocabulary {
   /**
    * The id of the token that is exactly `text`: an added token of the tokenizer.json with that
    * content (special or not: `<|im_end|>`, `<tool_call>`), else a text token whose bytes are the
-   * text. `undefined` when there is none (a prepared vocabulary does not keep the names of its
-   * special tokens). Token markers (`(:token ...)`) are bound through this.
+   * text. `undefined` when there is none. Token markers (`(:token ...)`) are bound through this.
    */
   tokenId(text: string): number | undefined {
     const a = this.added?.get(text);
@@ -413,6 +413,14 @@ export class Vocabulary {
     }
     return undefined;
   }
+
+  /** The content of added token `id` (`<|im_end|>`, `<tool_call>`), special or not; else undefined. */
+  addedContent(id: number): string | undefined {
+    if (!this.added) return undefined;
+    this.addedById ??= new Map([...this.added].map(([c, i]) => [i, c]));
+    return this.addedById.get(id);
+  }
+  private addedById: Map<number, string> | undefined;
 
   /** Whether token `id` is special: never allowed, except EOS when the automaton accepts. */
   isSpecial(id: number): boolean {

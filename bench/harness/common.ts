@@ -228,7 +228,9 @@ export async function loadVocab(path: string, name = basename(dirname(dirname(pa
   const dec = json.decoder;
   const decoders = dec?.type === "Sequence" ? (dec.decoders ?? []) : dec ? [dec] : [];
   const xgrammarVocabType = decoders.some((d) => d?.type === "ByteLevel") ? "byte_level" : decoders.some((d) => d?.type === "ByteFallback") ? "byte_fallback" : "raw";
-  const encode = exactEncoder(await encoderFor(path), (id) => vocab.tokenBytes(id));
+  // Special added tokens spell their text too: a transcript writes Qwen3's <|im_end|> marker token so.
+  const te = new TextEncoder();
+  const encode = exactEncoder(await encoderFor(path), (id) => vocab.tokenBytes(id) ?? ((c) => (c === undefined ? null : te.encode(c)))(vocab.addedContent(id)));
   return { name, path, vocab, encode, pieces, xgrammarVocabType, loadMs, preparedMs };
 }
 

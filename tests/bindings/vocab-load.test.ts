@@ -29,6 +29,10 @@ describe("loading a vocabulary fast", () => {
       const prepared = Vocabulary.fromPrepared(fast.toPrepared());
       expectSame(prepared, plain);
       expect(prepared.textOrder()).toEqual(fast.textOrder());
+      // the added tokens travel with it: token markers such as (:token "<|im_end|>") bind the same
+      const added = (JSON.parse(readFileSync(path, "utf8")) as { added_tokens?: { content: string; id: number }[] }).added_tokens ?? [];
+      for (const a of added) expect(prepared.tokenId(a.content), a.content).toBe(plain.tokenId(a.content));
+      expect(added.every((a) => plain.tokenId(a.content) === a.id)).toBe(true);
       // fromTokenizerJson recognizes a prepared file by its magic.
       expectSame(await Vocabulary.fromTokenizerJson(fast.toPrepared()), plain);
     });
@@ -44,6 +48,21 @@ describe("loading a vocabulary fast", () => {
     expectSame(await Vocabulary.fromTokenizerJson(new TextEncoder().encode(reordered)), Vocabulary.fromTokenizerJsonObject(json));
     const truncated = new TextEncoder().encode(reordered.slice(0, -100));
     await expect(Vocabulary.fromTokenizerJson(truncated)).rejects.toThrow(/is not JSON/);
+  });
+
+  it("still reads a version-1 file (without added tokens)", async () => {
+    const v2 = (await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama2"))).toPrepared();
+    const dv = new DataView(v2.buffer, v2.byteOffset);
+    const size = dv.getUint32(8, true), nEos = dv.getUint32(12, true), nText = dv.getUint32(16, true), byteCount = dv.getUint32(20, true);
+    const v1 = v2.slice(0, 36 + 4 * (nEos + size + 1 + nText) + size + byteCount);
+    const dv1 = new DataView(v1.buffer);
+    dv1.setUint16(4, 1, true);
+    let h = 0x811c9dc5;
+    for (let i = 36; i < v1.length; i++) h = Math.imul(h ^ v1[i]!, 0x01000193);
+    dv1.setUint32(28, h >>> 0, true);
+    const old = Vocabulary.fromPrepared(v1, "old.vocab");
+    expectSame(old, Vocabulary.fromPrepared(v2));
+    expect(old.tokenId("</s>")).toBeUndefined(); // special, and version 1 has no names for it
   });
 
   it("refuses a damaged prepared file, saying what is wrong", async () => {
