@@ -85,7 +85,7 @@ export function replayTrace(spec: Spec, vocab: Vocabulary, encode: (text: string
       const maskNs = Number(process.hrtime.bigint() - t0);
       const allowed = isSet(mask, tok);
       const bytes = vocab.tokenBytes(tok);
-      const step: ReplayStep = { segment: i, token: tok, text: bytes ? dec.decode(bytes) : `<special ${tok}>`, allowed, popcount: popcount(mask), maskNs, status: "" };
+      const step: ReplayStep = { segment: i, token: tok, text: bytes ? dec.decode(bytes) : vocab.addedContent(tok) ?? `<special ${tok}>`, allowed, popcount: popcount(mask), maskNs, status: "" };
       steps.push(step);
       if (!allowed) { step.status = "forbidden"; return { steps, firstForbidden: steps.length - 1, accepted: false }; }
       step.status = m.commit(tok);

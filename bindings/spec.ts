@@ -417,6 +417,7 @@ export class Spec {
         : `${what}: the runtime disagrees with its tables (pushdown mode without call edges)`);
     }
     let vocab = opts.vocab;
+    let baked = false;
     let bakedMasks: import("./baked-vocab.js").BakedMasks | undefined;
     if (!vocab) {
       // A vocabulary (and its masks) baked in at compile time (`specc compile --vocab`) is used
@@ -424,22 +425,22 @@ export class Spec {
       const { bakedVocabulary, bakedMaskTable } = await import("./baked-vocab.js");
       try {
         vocab = bakedVocabulary(module);
+        baked = vocab !== undefined;
         // Baked masks are per DFA state; a pushdown grammar's masks are per configuration and
         // computed on first use, so any baked ones are ignored.
         if (vocab && !pushdown) bakedMasks = bakedMaskTable(module);
       } catch (e) { throw badWasm(`${what}: ${(e as Error).message}`); }
     }
     const tokens = tokenMarkers(parsed.states);
-    if (vocab && tokens.length) {
+    if (vocab && tokens.length && !baked) {
       // Token markers: the marker ids read as the automaton's marker bytes (bindings/token-markers.ts).
-      // Masks baked at compile time may predate that binding: they are recomputed.
+      // A baked vocabulary was bound when it was baked (cli/compile.ts), with its masks.
       try {
         vocab = bindTokenMarkers(vocab, tokens);
       } catch (e) {
         if (e instanceof TokenMarkerError) throw badWasm(`${what}: ${e.message}`);
         throw e;
       }
-      bakedMasks = undefined;
     }
     if (vocab) attachVocabulary(exports, vocab, opts.vocabSize ?? vocab.size);
     else if (opts.vocabSize !== undefined) throw new TypeError("Spec.load: vocabSize needs a vocab");

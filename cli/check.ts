@@ -28,7 +28,10 @@ export async function cmdCheck(args: string[], io: Io, sources: Map<string, stri
   // A grammar has no spec states (every spec has one at least): report in terms of the text.
   const grammar = names.length === 0;
   const { allowedBytesLabel } = await import("../compiler/render.js");
-  const expectedText = (state: number) => allowedBytesLabel(engine, state);
+  // A token marker's byte is shown as its token, e.g. [\t\n\r ] or <think>.
+  const tokenOf = new Map(tokens.map((t) => [t.byte, t.text]));
+  const expectedText = (state: number) => allowedBytesLabel(engine, state)
+    .replace(/\\x([0-9A-Fa-f]{2})/g, (m, h: string) => { const t = tokenOf.get(parseInt(h, 16)); return t === undefined ? m : ` ${t} (token) `; });
   let failed = 0;
   const results: unknown[] = [];
   for (const tf of values.trace) {

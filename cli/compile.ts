@@ -30,7 +30,18 @@ export async function cmdCompile(args: string[], io: Io, sources: Map<string, st
     const { appendCustomSection } = await import("../compiler/emit-wasm.js");
     let vocab;
     try { vocab = await Vocabulary.fromTokenizerJson(values.vocab); } catch (e) { throw new InputError(`${values.vocab}: ${(e as Error).message}`); }
-    wasm = appendCustomSection(wasm, VOCAB_SECTION, serializeVocabulary(vocab.flat(), vocab.eos));
+    // Token markers: the vocabulary is baked as bound to them (the loader then takes it as it is).
+    const { tokenMarkers } = await import("../compiler/tokens.js");
+    const tokens = tokenMarkers(c.ir.states);
+    let flat = vocab.flat(), eos: readonly number[] = vocab.eos;
+    if (tokens.length) {
+      const { bindTokenMarkers, TokenMarkerError } = await import("../bindings/token-markers.js");
+      try { const bound = bindTokenMarkers(vocab, tokens); flat = bound.flat(); eos = bound.eos; } catch (e) {
+        if (e instanceof TokenMarkerError) throw new InputError(`${values.vocab}: ${e.message}`);
+        throw e;
+      }
+    }
+    wasm = appendCustomSection(wasm, VOCAB_SECTION, serializeVocabulary(flat, eos));
     // …and every state's mask, computed once here, so loading needs no trie walk. (Not for a
     // pushdown grammar: its masks belong to configurations, which only exist as a run reaches them.)
     if (!c.byteDfa.calls) {

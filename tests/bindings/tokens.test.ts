@@ -29,13 +29,21 @@ describe.each(TOKENIZER_NAMES)("replaying the seed transcripts with the %s token
   beforeAll(async () => {
     vocab = Vocabulary.fromTokenizerJsonObject(loadTokenizerJson(name));
     const tok = await loadPackageTokenizer(name);
-    encode = exactEncoder((t) => tok.encode(t), (id) => vocab.tokenBytes(id));
-    for (const s of examples) specs.set(s, await Spec.load(compileToWasm(load(s)), { vocab }));
+    // Special added tokens (Qwen3's <|im_end|>) spell their text: a transcript writes marker tokens so.
+    const te = new TextEncoder();
+    encode = exactEncoder((t) => tok.encode(t), (id) => vocab.tokenBytes(id) ?? ((c) => (c === undefined ? null : te.encode(c)))(vocab.addedContent(id)));
+    for (const s of examples) {
+      const c = load(s);
+      // A spec with token markers runs only with the vocabulary that has those tokens (Qwen3's).
+      if (tokenMarkers(c.ir.states).some((t) => vocab.tokenId(t.text) === undefined)) continue;
+      specs.set(s, await Spec.load(compileToWasm(c), { vocab }));
+    }
+    if (name === "qwen3") expect(specs.has("examples/qwen3-tools.agent")).toBe(true);
   });
 
   it("every token of every conformant transcript is allowed, and every run ends accepted", () => {
     let tokens = 0;
-    for (const k of cases.filter((c) => c.conforms)) {
+    for (const k of cases.filter((c) => c.conforms && specs.has(c.spec))) {
       const trace: Trace = JSON.parse(readFileSync(k.trace, "utf8"));
       const r = replayTrace(specs.get(k.spec)!, vocab, encode, trace);
       expect(r.error, `${k.trace} under ${k.spec}`).toBeUndefined();

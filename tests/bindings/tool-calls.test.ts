@@ -137,6 +137,23 @@ describe("examples/qwen3-tools.agent with Qwen3's vocabulary (151,669 tokens)", 
     }
   });
 
+  it("specc compile --vocab bakes the vocabulary bound to the markers, with masks equal to binding at load", async () => {
+    const { main } = await import("../../cli/main.js");
+    const { mkdtempSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { tokenizerJsonPath } = await import("../helpers/tokenizers.js");
+    const out = join(mkdtempSync(join(tmpdir(), "specc-q3-")), "q3.wasm");
+    const code = await main(["compile", "examples/qwen3-tools.agent", "-o", out, "--vocab", tokenizerJsonPath("qwen3")], { out: () => {}, err: (s) => { throw new Error(s); } });
+    expect(code).toBe(0);
+    const baked = await Spec.load(out);
+    expect(baked.hasVocabulary).toBe(true);
+    expect(baked.distinctMasks).toBeGreaterThan(5); // masks came baked
+    for (let s = 0; s < spec.stateCount; s++) expect(baked.stateMask(s), `state ${s}`).toEqual(spec.stateMask(s));
+    const m = baked.matcher();
+    expect(m.commit(QWEN_IDS["<think>"])).toBe("continue");
+  });
+
   it("a vocabulary without the marker tokens is refused by name", async () => {
     const llama = Vocabulary.fromTokenizerJsonObject(loadTokenizerJson("llama3_1"));
     await expect(Spec.load(compileToWasm(c), { vocab: llama })).rejects.toThrow(/token marker "<think>" is not a token of this vocabulary/);
