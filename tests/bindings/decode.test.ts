@@ -97,7 +97,7 @@ describe.skipIf(!haveModel)("constrained decoding with a real model (node-llama-
     const text = runs.map((r) => r.constrained.segments.map((s) => s.text).join("")).join("\n");
     expect(text).toMatch(/Action:\s*(Search|Lookup)\s*Action Input:/);
     expect(runs.some((r) => r.constrained.segments.some((s) => s.by === "env"))).toBe(true);
-  });
+  }, 300_000); // ~30 s alone; the whole suite on 2 cores can slow the CPU decode loop several times
 
   it("a pushdown grammar (json.gbnf, unbounded nesting) in the same decode loop: every output is a JSON prefix, complete when it stopped on its own", async () => {
     // Start at `value` (no leading whitespace): the 260K story model would otherwise write newlines only.
