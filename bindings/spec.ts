@@ -26,6 +26,7 @@ import { readBytes, sourceName, type ByteSource } from "./source.js";
 import { sortTextTokens } from "./token-order.js";
 import { bindTokenMarkers, TokenMarkerError } from "./token-markers.js";
 import { decodeBytes, encodeText, tokenMarkers, type TokenMarker } from "../compiler/tokens.js";
+import { sealProblem } from "../compiler/seal.js";
 
 export const SUPPORTED_ABI_VERSION = 2;
 
@@ -373,6 +374,9 @@ export class Spec {
     // A copy backed by a plain ArrayBuffer (what WebAssembly.instantiate accepts).
     const bytes = await readBytes(wasm);
     const what = wasm instanceof Uint8Array || wasm instanceof ArrayBuffer ? "the given module" : sourceName(wasm);
+    // Only bytes specc wrote run: a damaged or foreign file is refused before it is instantiated.
+    const damaged = sealProblem(bytes);
+    if (damaged) throw badWasm(`${what} cannot be used: ${damaged}`);
     let instance: WebAssembly.Instance;
     let module: WebAssembly.Module;
     try {

@@ -4,10 +4,12 @@
  *
  * A minimal section walker is enough: the runtime is never relinked, only its data section (id 11)
  * gets one more segment and the data-count section (id 12), if any, one more count. Everything else
- * is copied byte for byte, so the output is deterministic.
+ * is copied byte for byte, so the output is deterministic. The result is sealed (seal.ts: a
+ * last custom section with the CRC-32 of the rest, checked by Spec.load).
  */
 
 import { runtimeWasmBytes } from "./host.js";
+import { seal, unseal } from "./seal.js";
 import { TABLE_BASE } from "./tables.js";
 
 const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
@@ -101,7 +103,7 @@ function appendToVector(body: Uint8Array, element: Uint8Array, what: string): Ui
  * if the runtime has none, and the data-count section, if present, is incremented.
  */
 export function emitWasm(runtime: Uint8Array, tables: Uint8Array): Uint8Array {
-  const sections = parseSections(runtime);
+  const sections = parseSections(unseal(runtime));
   const segment = dataSegment(TABLE_BASE, tables);
   let sawData = false;
   const out: Section[] = sections.map((s) => {
@@ -125,11 +127,11 @@ export function emitWasm(runtime: Uint8Array, tables: Uint8Array): Uint8Array {
     });
     out.splice(at, 0, { id: SEC_DATA, body: concat([u32Leb(1), segment]) });
   }
-  return concat([
+  return seal(concat([
     WASM_MAGIC,
     WASM_VERSION,
     ...out.flatMap((s) => [[s.id, ...u32Leb(s.body.length)], s.body]),
-  ]);
+  ]));
 }
 
 /**
@@ -140,10 +142,14 @@ export function loadRuntimeWasm(): Uint8Array {
   return runtimeWasmBytes();
 }
 
-/** The module with a custom section appended (custom sections may come last; hosts ignore them). */
+/**
+ * The module with a custom section appended (custom sections may come last; hosts ignore them),
+ * sealed again (compiler/seal.ts: the seal stays the last section).
+ */
 export function appendCustomSection(wasm: Uint8Array, name: string, payload: Uint8Array): Uint8Array {
-  parseSections(wasm); // validates the module
+  const bare = unseal(wasm);
+  parseSections(bare); // validates the module
   const nameBytes = new TextEncoder().encode(name);
   const body = concat([u32Leb(nameBytes.length), nameBytes, payload]);
-  return concat([wasm, [SEC_CUSTOM, ...u32Leb(body.length)], body]);
+  return seal(concat([bare, [SEC_CUSTOM, ...u32Leb(body.length)], body]));
 }

@@ -166,7 +166,7 @@ describe("specc check", () => {
     writeFileSync(notSpecc, Buffer.from([0, 97, 115, 109, 1, 0, 0, 0]));
     const r2 = await run("check", notSpecc, "--trace", milhouse);
     expect(r2.code).toBe(EXIT.input);
-    expect(r2.err).toContain("not a specc .wasm");
+    expect(r2.err).toContain("cannot be used: it has no specc seal");
     expect((await run("check", "examples/react.agent")).code).toBe(EXIT.usage);
   });
 });

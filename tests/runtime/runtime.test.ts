@@ -13,6 +13,7 @@ import {
   serializeTables,
 } from "../../compiler/tables.js";
 import { emitWasm, loadRuntimeWasm } from "../../compiler/emit-wasm.js";
+import { seal } from "../../compiler/seal.js";
 import { Spec, buildTokenTrie, type TokenTrie } from "../../bindings/spec.js";
 import { Vocabulary } from "../../bindings/vocab.js";
 
@@ -105,14 +106,15 @@ function fakeSpecModule(version: number, names: string[] = ABI2_EXPORTS): Uint8A
   const leb = (n: number): number[] => (n < 128 ? [n] : [(n & 0x7f) | 0x80, ...leb(n >> 7)]);
   const name = (n: string): number[] => [n.length, ...enc.encode(n)];
   const exports = [...name("memory"), 2, 0, ...names.flatMap((n) => [...name(n), 0, n === "abi_version" ? 0 : 1])];
-  return Uint8Array.from([
+  // Sealed (compiler/seal.ts), as if specc had written it: the checks after the seal are under test.
+  return seal(Uint8Array.from([
     0, 97, 115, 109, 1, 0, 0, 0,
     ...section(1, [1, 0x60, 0, 1, 0x7f]), // type 0: () -> i32
     ...section(3, [2, 0, 0]), // two functions of type 0
     ...section(5, [1, 0, 1]), // memory, 1 page
     ...section(7, [...leb(names.length + 1), ...exports]),
     ...section(10, [2, 4, 0, 0x41, version, 0x0b, 4, 0, 0x41, 1, 0x0b]), // i32.const version; i32.const 1
-  ]);
+  ]));
 }
 
 /** Section ids of a module, in order. */
@@ -329,20 +331,20 @@ describe("emitWasm", () => {
 
   it("creates a data section before trailing custom sections", async () => {
     const out = emitWasm(tinyModule(false), Uint8Array.from([1, 2, 3]));
-    expect(sectionIds(out)).toEqual([5, 7, 11, 0]);
+    expect(sectionIds(out)).toEqual([5, 7, 11, 0, 0]); // …, the module's custom section, the seal
     const ex = await instantiate(out);
     expect([...new Uint8Array(ex.memory.buffer, 15, 5)]).toEqual([0, 1, 2, 3, 0]);
   });
 
   it("updates the data-count section", async () => {
     const out = emitWasm(tinyModule(true), Uint8Array.from([9]));
-    expect(sectionIds(out)).toEqual([5, 7, 12, 11, 0]);
+    expect(sectionIds(out)).toEqual([5, 7, 12, 11, 0, 0]);
     expect(WebAssembly.validate(new Uint8Array(out))).toBe(true);
     const ex = await instantiate(out);
     expect(new Uint8Array(ex.memory.buffer)[16]).toBe(9);
     // Adding a second segment to a module that already has one.
     const twice = emitWasm(out, Uint8Array.from([7, 7]));
-    expect(sectionIds(twice)).toEqual([5, 7, 12, 11, 0]);
+    expect(sectionIds(twice)).toEqual([5, 7, 12, 11, 0, 0]); // one seal: the old one is replaced
     expect(WebAssembly.validate(new Uint8Array(twice))).toBe(true);
   });
 
@@ -534,11 +536,22 @@ describe("Spec / Matcher", () => {
   });
 
   it("rejects a wasm that is not specc's", async () => {
-    await expect(Spec.load(Uint8Array.from([0, 97, 115, 109, 1, 0, 0, 0]))).rejects.toThrow(
+    await expect(Spec.load(Uint8Array.from([0, 97, 115, 109, 1, 0, 0, 0]))).rejects.toThrow(/cannot be used: it has no specc seal/);
+    await expect(Spec.load(seal(Uint8Array.from([0, 97, 115, 109, 1, 0, 0, 0])))).rejects.toThrow(
       /not a specc \.wasm: missing exports memory, abi_version/,
     );
-    await expect(Spec.load(Uint8Array.from([1, 2, 3]))).rejects.toThrow(/not a specc \.wasm/);
-    await expect(Spec.load(runtime)).rejects.toThrow(/no valid specc tables/);
+    await expect(Spec.load(Uint8Array.from([1, 2, 3]))).rejects.toThrow(/no specc seal/);
+    await expect(Spec.load(seal(Uint8Array.from([1, 2, 3, 4, 5, 6, 7, 8])))).rejects.toThrow(/not a specc \.wasm/);
+    await expect(Spec.load(runtime)).rejects.toThrow(/no specc seal/);
+    await expect(Spec.load(seal(runtime))).rejects.toThrow(/no valid specc tables/);
+  });
+
+  it("refuses a sealed .wasm whose bytes changed after sealing, naming the damage", async () => {
+    const flipped = wasm.slice();
+    flipped[200]! ^= 0x10; // in the runtime's code
+    await expect(Spec.load(flipped)).rejects.toThrow(/does not match its seal \(the file is damaged/);
+    await expect(Spec.load(flipped)).rejects.toMatchObject({ code: "E0602" });
+    await expect(Spec.load(wasm.subarray(0, wasm.length - 1))).rejects.toThrow(/no specc seal/);
   });
 
   it("rejects a different ABI version", async () => {
