@@ -89,8 +89,19 @@ export interface SpecExports {
   m_history(m: number): number;
   /** Pushdown mode (table format 3 with call edges): 1, else 0. Every state argument is then a configuration id. */
   pda_mode?(): number;
-  /** Pushdown mode: configurations interned so far (valid ids are below it); 0 otherwise. */
+  /** Pushdown mode: one past the highest configuration id so far (valid ids are `[config_base(), config_count())`); 0 otherwise. */
   config_count?(): number;
+  /** Pushdown mode: the lowest valid configuration id (ids below it are from before a cache compaction); 0 otherwise. */
+  config_base?(): number;
+  /** The pushdown cache limit in bytes (docs/abi.md "Cache limit"); `≤ 0` = the default, 64 MiB. Returns the previous one. */
+  cache_set_limit?(bytes: number): number;
+  cache_limit?(): number;
+  /** Bytes the pushdown cache counts now (configurations, stack nodes, masks). */
+  cache_bytes?(): number;
+  /** Mask-cache clears so far (compactions included). */
+  cache_evictions?(): number;
+  /** Compactions of the configurations so far (each starts a new generation of configuration ids). */
+  cache_compactions?(): number;
 }
 
 const FUNCTION_EXPORTS = [
@@ -152,6 +163,13 @@ export interface LoadOptions {
   vocabSize?: number;
   /** Compute the mask of every state at load time instead of on first use (default false). */
   precompute?: boolean;
+  /**
+   * Pushdown grammars: the byte limit of the runtime's cache of configurations, stack nodes and
+   * masks (docs/abi.md "Cache limit"; default 64 MiB). Above it the masks are cleared and the
+   * configurations no matcher holds are dropped, which renumbers the rest: `Matcher.state`
+   * snapshots taken before that are refused.
+   */
+  cacheLimit?: number;
 }
 
 export interface CompileOptions extends LoadOptions {
@@ -343,8 +361,9 @@ export class Spec {
   private readonly views: (Int32Array | undefined)[] = [];
   /** Per state: the only byte allowed next (when exactly one is, and the state neither accepts nor yields), -1 otherwise, -2 unknown. */
   private forcedByte: Int16Array;
-  /** The same per configuration id (pushdown mode; configurations are created as the run goes). */
+  /** The same per configuration id (pushdown mode; configurations are created as the run goes), for ids from `forcedBase` on. */
   private readonly forcedByteCfg = new Map<number, number>();
+  private forcedBase = 0;
   private readonly classSize: Uint16Array;
   private readonly classRep: Int16Array;
 
@@ -449,6 +468,13 @@ export class Spec {
     if (vocab) attachVocabulary(exports, vocab, opts.vocabSize ?? vocab.size);
     else if (opts.vocabSize !== undefined) throw new TypeError("Spec.load: vocabSize needs a vocab");
     if (bakedMasks && exports.mask_install) installMasks(exports, bakedMasks, what);
+    if (opts.cacheLimit !== undefined) {
+      if (!Number.isInteger(opts.cacheLimit) || opts.cacheLimit < 1 || opts.cacheLimit > 0x7fffffff) {
+        throw new RangeError(`Spec.load: cacheLimit must be an integer number of bytes in 1..2^31-1, not ${opts.cacheLimit}`);
+      }
+      if (!exports.cache_set_limit) throw badWasm(`${what}: its runtime has no cache limit: recompile it with this specc`);
+      exports.cache_set_limit(opts.cacheLimit);
+    }
     const spec = new Spec(exports, parsed.states, parsed.dfa);
     spec.vocab = vocab;
     if (vocab && opts.precompute) spec.precompute();
@@ -513,15 +539,25 @@ export class Spec {
 
   /**
    * The mask of a byte-level state (pushdown mode: of a configuration id), as a zero-copy, read-only
-   * view of the module's memory (valid until the module's memory grows: copy it to keep it).
+   * view of the module's memory (valid until the module's memory grows, and for a pushdown grammar
+   * until its mask cache is cleared, which any later mask or commit may do: copy it to keep it).
    */
   stateMask(state: number): Int32Array {
     this.needVocab("stateMask");
     const n = this.configCount;
-    if (!Number.isInteger(state) || state < 0 || state >= n) {
-      throw new RangeError(`invalid state ${state} (the spec has ${n} ${this.pushdown ? "configurations so far" : "states"})`);
+    const idx = Number.isInteger(state) && state >= 0 && state < n ? this.exports.mask_id(state) : -1;
+    if (idx < 0) {
+      throw new RangeError(`invalid state ${state} (the spec has ${n} ${this.pushdown ? "configurations so far" : "states"}${this.staleNote(state)})`);
     }
-    return this.maskAt(this.exports.mask_id(state));
+    return this.maskAt(idx);
+  }
+
+  /** @internal ", … before a cache compaction" when `state` is a configuration id of an earlier generation. */
+  staleNote(state: number): string {
+    const base = this.pushdown ? this.exports.config_base?.() ?? 0 : 0;
+    return Number.isInteger(state) && state >= 0 && state < base
+      ? `; ${state} is from before a cache compaction, which renumbered the configurations (valid ids are ${base}..${this.configCount - 1})`
+      : "";
   }
 
   /**
@@ -580,6 +616,12 @@ export class Spec {
 
   /** The same for a configuration: one byte class of one byte steps (through the runtime), and the configuration does not accept. */
   private forcedByteOfConfig(cfg: number): number {
+    // A cache compaction renumbers the configurations (a new base): forget the old ids.
+    const base = this.exports.config_base?.() ?? 0;
+    if (base !== this.forcedBase) {
+      this.forcedByteCfg.clear();
+      this.forcedBase = base;
+    }
     let b = this.forcedByteCfg.get(cfg);
     if (b !== undefined) return b;
     b = -1;
@@ -632,7 +674,8 @@ export class Matcher {
 
   /**
    * The current mask without copying: a read-only view of the module's memory, shared with every
-   * matcher in the same state. Valid until the module's memory grows (a new mask computed, a new
+   * matcher in the same state. Valid until the module's memory grows or, for a pushdown grammar, its
+   * mask cache is cleared (any later mask or commit may do either; a new
    * matcher); do not write to it.
    */
   maskView(): Int32Array {
@@ -818,7 +861,7 @@ export class Matcher {
   set state(s: number) {
     if (!Number.isInteger(s) || this.ex.m_set_state(this.handle, s) !== 0) {
       const n = this.spec.configCount;
-      throw new RangeError(`invalid matcher state ${s} (the spec has ${n} ${this.spec.pushdown ? "configurations so far" : "states"})`);
+      throw new RangeError(`invalid matcher state ${s} (the spec has ${n} ${this.spec.pushdown ? "configurations so far" : "states"}${this.spec.staleNote(s)})`);
     }
   }
 

@@ -91,4 +91,10 @@ export {
 export {
   pda_mode,
   config_count,
+  config_base,
+  cache_set_limit,
+  cache_limit,
+  cache_bytes,
+  cache_evictions,
+  cache_compactions,
 } from "./pushdown";

@@ -17,7 +17,7 @@ import {
   NODE, allocZero, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr,
   stackPtr, stateMaskPtr, tagPtr, trieIdsPtr, vocabPhase, walkTrans,
 } from "./vocab";
-import { cfCount, pdaMode } from "./pushdown";
+import { cfInternal, pdaCacheCheck, pdaMode } from "./pushdown";
 import { pdaMaskOf, pdaPrecompute } from "./pushdown-masks";
 
 // ---- Token masks ----------------------------------------------------------------------------------
@@ -352,7 +352,12 @@ export function maskIndex(s: u32, budget: bool): i32 {
 
 /** Distinct-mask index of state `state`'s mask (computed on first use); -1 without vocabulary or for an invalid state. */
 export function mask_id(state: i32): i32 {
-  if (pdaMode) return vocabPhase == 2 && <u32>state < cfCount ? pdaMaskOf(<u32>state) : -1;
+  if (pdaMode) {
+    let c = cfInternal(state);
+    if (vocabPhase != 2 || c < 0) return -1;
+    c = <i32>pdaCacheCheck(<u32>c); // may compact: `state` stays valid as an extra root
+    return pdaMaskOf(<u32>c);
+  }
   if (vocabPhase != 2 || !validState(state)) return -1;
   return maskIndex(<u32>state, false);
 }

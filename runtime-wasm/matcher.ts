@@ -18,7 +18,8 @@ import {
 } from "./vocab";
 import { RELEASED, distPtr, ensureDist, maskIndex } from "./masks";
 import {
-  cfAccepting, cfCount, initialCfg, pdaCommit, pdaFeed, pdaMode, pdaRollback,
+  NO_ROOT, cfAccepting, cfExternal, cfInternal, initialCfg, pdaCacheCheck, pdaCommit, pdaFeed,
+  pdaMode, pdaRollback,
 } from "./pushdown";
 import { pdaMaskOf } from "./pushdown-masks";
 
@@ -34,7 +35,7 @@ import { pdaMaskOf } from "./pushdown-masks";
  * `state | count << 16 | done << 31`, one per committed token, for `m_rollback`.
  */
 // @ts-ignore: decorator
-@inline const REC: usize = 52; // 20 B of state + an 8-entry rollback ring
+@inline export const REC: usize = 52; // 20 B of state + an 8-entry rollback ring
 // @ts-ignore: decorator
 @inline export const R_DONE: usize = 4;
 // @ts-ignore: decorator
@@ -51,9 +52,10 @@ import { pdaMaskOf } from "./pushdown-masks";
 @inline export const COUNT_MAX: u32 = 0x7fff;
 
 export const bufPtr: usize = heap.alloc(<usize>BUF_CAP);
-let recBase: usize = heap.alloc(16 * REC);
+/** The record array (read by pushdown.ts's compaction, which rewrites configuration ids in place). */
+export let recBase: usize = heap.alloc(16 * REC);
 let recCap: i32 = 16;
-let recCount: i32 = 0;
+export let recCount: i32 = 0;
 
 /** Address of matcher `m`'s record; traps on a handle `m_new` never returned (a host bug). */
 // @ts-ignore: decorator
@@ -92,13 +94,20 @@ export function m_reset(m: i32): void {
 }
 
 export function m_state(m: i32): i32 {
-  return <i32>load<u32>(rec(m));
+  const s = load<u32>(rec(m));
+  return pdaMode ? cfExternal(s) : <i32>s;
 }
 
 /** Restore a state snapshot; also clears the done flag, the token counter and the history. */
 export function m_set_state(m: i32, s: i32): i32 {
   const r = rec(m);
-  if (pdaMode ? <u32>s >= cfCount : !validState(s)) return -1;
+  if (pdaMode) {
+    const c = cfInternal(s); // an id of an earlier generation (before a compaction) is refused
+    if (c < 0) return -1;
+    setFresh(r, <u32>c);
+    return 0;
+  }
+  if (!validState(s)) return -1;
   setFresh(r, <u32>s);
   return 0;
 }
@@ -201,8 +210,11 @@ export function m_mask(m: i32): i32 {
   const r = rec(m);
   if (vocabPhase != 2) return -1;
   if (load<u32>(r, R_DONE)) return zeroMask;
+  if (pdaMode) {
+    pdaCacheCheck(NO_ROOT); // may compact: read the configuration after it
+    return pdaMaskOf(load<u32>(r));
+  }
   const s = load<u32>(r);
-  if (pdaMode) return pdaMaskOf(s);
   if (budgetExhausted(r)) return maskIndex(s, true);
   const idx = load<i32>(stateMaskPtr + (<usize>s << 2));
   return idx >= 0 ? idx : maskIndex(s, false);

@@ -8,8 +8,8 @@
 
 import { H_NSTATES, hdr } from "./layout";
 import {
-  NODE, allocZero, eosPtr, intern, maskAddr, maskBytes, maskHashPtr, maskPtrsPtr, maxDepth, nEos,
-  nMasks, nNodes, nodesPtr, setMaskStore,
+  NODE, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
+  maskStoreTruncate, maxDepth, nEos, nMasks, nNodes, nodesPtr, setMaskStore, zeroMask,
 } from "./vocab";
 import { setBit, setRange } from "./masks";
 import {
@@ -86,7 +86,7 @@ function pdaVocabInit(): void {
 function pdaGrowMasks(cap: u32): void {
   const ptrs = allocZero(<usize>cap << 2);
   const hashes = allocZero(<usize>cap << 2);
-  memory.copy(ptrs, maskPtrsPtr, <usize>nMasks << 2);
+  memory.copy(ptrs, maskPtrsPtr, <usize>maskBlocks << 2); // blocks past nMasks are reused later
   memory.copy(hashes, maskHashPtr, <usize>nMasks << 2);
   let ht: usize = 16;
   while (ht < (<usize>cap << 1)) ht <<= 1;
@@ -105,9 +105,28 @@ function pdaGrowMasks(cap: u32): void {
 /** Intern a copy of the mask at `src` (a scratch buffer); returns its distinct-mask index. */
 function pdaInternCopy(src: usize): i32 {
   if (nMasks + 1 > maskCap) pdaGrowMasks(maskCap << 1);
-  const p = heap.alloc(maskBytes); // the last allocation: `intern` frees it again if it is a copy
-  memory.copy(p, src, maskBytes);
-  return intern(p);
+  return internCopy(src);
+}
+
+/**
+ * Bytes the mask cache holds now (docs/abi.md "Cache limit"): every distinct mask but the
+ * all-zero one (its words plus its pointer, hash and two index slots) and the pair-mask cache.
+ */
+export function pdaMaskCacheBytes(): usize {
+  if (!pdaVocabReady) return 0;
+  return <usize>(nMasks - 1) * (maskBytes + 16) + <usize>pmCount * (PM_REC << 1);
+}
+
+/**
+ * Clear the mask cache: the pair-mask cache and every distinct mask but the all-zero one (their
+ * blocks are reused). The caller resets the configurations' cached mask indices (pushdown.ts).
+ * Per-state summaries stay: they hold no stack node and no mask index.
+ */
+export function pdaClearMasks(): void {
+  if (!pdaVocabReady) return;
+  for (let i: usize = 0; i <= <usize>pmHtMask; i++) store<u64>(pmHt + i * PM_REC, EMPTY_KEY);
+  pmCount = 0;
+  maskStoreTruncate(<u32>zeroMask + 1);
 }
 
 function pdaSetEos(out: usize): void {

@@ -13,8 +13,9 @@ import {
   region,
 } from "./layout";
 import { transBase } from "./tables";
-import { COUNT_MAX, HIST, R_COUNT, R_DONE, R_HIST, R_RING } from "./matcher";
+import { COUNT_MAX, HIST, REC, R_COUNT, R_DONE, R_HIST, R_RING, recBase, recCount } from "./matcher";
 import { K_EOS, K_TEXT, allocZero, tokBytesPtr, tokOffPtr } from "./vocab";
+import { pdaClearMasks, pdaMaskCacheBytes } from "./pushdown-masks";
 
 // =================================================================================================
 // ---- Pushdown mode (table format 3 call table; docs/abi.md "Pushdown mode") ----------------------
@@ -72,6 +73,22 @@ import { K_EOS, K_TEXT, allocZero, tokBytesPtr, tokOffPtr } from "./vocab";
 /** Configuration ids fit in 30 bits (the rollback ring keeps 2 flag bits next to them). */
 // @ts-ignore: decorator
 @inline const CF_MAX: u32 = 0x3fffffff;
+/** `pdaCacheCheck` without an extra root. */
+// @ts-ignore: decorator
+@inline export const NO_ROOT: u32 = 0xffffffff;
+/** Default cache limit in bytes (docs/abi.md "Cache limit"). */
+// @ts-ignore: decorator
+@inline const DEFAULT_LIMIT: usize = 64 << 20;
+/** A generation is compacted once it holds this many configurations, whatever their bytes. */
+// @ts-ignore: decorator
+@inline const CF_GEN_MAX: u32 = 1 << 24;
+/** External configuration ids are i32 ≥ 0: the generation base wraps to 0 before they could overflow. */
+// @ts-ignore: decorator
+@inline const ID_LIMIT: u32 = 0x7fffffff;
+// @ts-ignore: decorator
+@inline const UNMARKED: u32 = 0xffffffff;
+// @ts-ignore: decorator
+@inline const MARKED: u32 = 0xfffffffe;
 export let pdaMode: bool = false;
 let callIdx: usize = 0;
 let callPairsAt: usize = 0;
@@ -105,6 +122,14 @@ let workTop: u32 = 0;
 let needPtr: usize = 0;
 /** Largest `depth + need` any stack-limit check saw since the last reset (summary walks). */
 export let needSeen: u32 = 0;
+/** The cache limit in bytes, and the effective one: never below twice what survived the last compaction. */
+let cacheLimit: usize = DEFAULT_LIMIT;
+let liveBytes: usize = 0;
+let effLimit: usize = DEFAULT_LIMIT;
+/** External id of internal configuration 0 in the current generation (ids of earlier ones are below it). */
+let genBase: u32 = 0;
+let nEvictions: u32 = 0;
+let nCompactions: u32 = 0;
 /** Two pair sets for feeding and committing. */
 let setA: usize = 0;
 let setB: usize = 0;
@@ -255,6 +280,181 @@ export function cfLoad(c: u32, set: usize): void {
   store<u32>(set, n);
   store<u32>(set, word >>> 31 ? SF_ACCEPT : 0, 4);
   memory.copy(set + 8, pairPool + (<usize>load<u32>(r) << 3), <usize>n << 3);
+}
+
+// ---- Generations: external ids, the cache limit, compaction ----
+//
+// Stack nodes, configurations and masks are counted in bytes (`pdaCacheBytes`). At a safe point —
+// the start of an export that may intern or compute something, before it reads a configuration
+// id, and never inside a token, a fed text or a mask walk — `pdaCacheCheck` compares them with the
+// effective limit. Above it, the mask cache is cleared (masks can always be recomputed); if the
+// configurations and stack nodes alone then take more than half the effective limit, they are
+// compacted: only the configurations the matchers hold (their state and the entries of their
+// rollback rings), the initial one and the export's own argument survive, with the stack nodes
+// below them, renumbered in order into the same arrays, so the arrays, hash tables and mask blocks
+// reach a high-water mark and then stop growing. Internal ids are indices; the ids the exports
+// take and return are `genBase + index`, and each compaction starts a new generation whose base
+// is above every id handed out before, so an id of an earlier generation is refused (-1) by
+// every export instead of naming another configuration.
+
+/** The external id of configuration `c`. */
+// @ts-ignore: decorator
+@inline export function cfExternal(c: u32): i32 {
+  return <i32>(genBase + c);
+}
+
+/** The configuration of external id `x`, or -1 (not a configuration of the current generation). */
+// @ts-ignore: decorator
+@inline export function cfInternal(x: i32): i32 {
+  const c = <u32>x - genBase;
+  return c < cfCount ? <i32>c : -1;
+}
+
+/** Bytes held by stack nodes and configurations (records, pairs, hash slots). */
+// @ts-ignore: decorator
+@inline function pdaStructBytes(): usize {
+  return <usize>pnCount * (PN_REC + 8) + <usize>cfCount * (CF_REC + 8) + (<usize>pairUsed << 3);
+}
+
+/** Bytes counted against the cache limit: stack nodes, configurations, masks, pair-mask cache. */
+export function pdaCacheBytes(): usize {
+  return pdaStructBytes() + pdaMaskCacheBytes();
+}
+
+/**
+ * The safe-point check: collect when the cache is above its effective limit. `root` (an internal
+ * id, or NO_ROOT) survives a compaction; returns its id afterwards.
+ */
+// @ts-ignore: decorator
+@inline export function pdaCacheCheck(root: u32): u32 {
+  if (pdaCacheBytes() > effLimit || cfCount >= CF_GEN_MAX) return pdaCollect(root);
+  return root;
+}
+
+function pdaCollect(root: u32): u32 {
+  pdaClearMasks();
+  for (let c: u32 = 0; c < cfCount; c++) store<i32>(cfRec(c), -1, 8);
+  nEvictions++;
+  if (pdaStructBytes() > effLimit >> 1 || cfCount >= CF_GEN_MAX) {
+    root = pdaCompact(root);
+    liveBytes = pdaStructBytes();
+    effLimit = max(cacheLimit, liveBytes << 1);
+  }
+  return root;
+}
+
+// @ts-ignore: decorator
+@inline function markAt(map: usize, id: u32): void {
+  store<u32>(map + (<usize>id << 2), MARKED);
+}
+
+/** Keep only the live configurations and their stack nodes (see above); returns `root`'s new id. */
+function pdaCompact(root: u32): u32 {
+  const oldCount = cfCount;
+  // 1. Live configurations. cfHt (at least 2 × cfCount slots, rebuilt below) maps old → new ids.
+  const cmap = cfHt;
+  memory.fill(cmap, 0xff, <usize>cfCount << 2);
+  markAt(cmap, initialCfg);
+  if (root != NO_ROOT) markAt(cmap, root);
+  const nr = recCount;
+  for (let m: i32 = 0; m < nr; m++) {
+    const r = recBase + <usize>m * REC;
+    markAt(cmap, load<u32>(r));
+    const h = load<u32>(r, R_HIST);
+    let head = h & 0xffff;
+    for (let k: u32 = 0; k < h >>> 16; k++) {
+      head = (head - 1) & (HIST - 1);
+      markAt(cmap, load<u32>(r + R_RING + (<usize>head << 2)) & CF_MAX);
+    }
+  }
+  // 2. Live stack nodes: every node under a live configuration's pairs. pnHt maps old → new ids.
+  const nmap = pnHt;
+  memory.fill(nmap, 0xff, <usize>pnCount << 2);
+  markAt(nmap, EMPTY_STACK);
+  markAt(nmap, SYM_BASE);
+  for (let c: u32 = 0; c < cfCount; c++) {
+    if (load<u32>(cmap + (<usize>c << 2)) == UNMARKED) continue;
+    const r = cfRec(c);
+    const first = <usize>load<u32>(r);
+    const n = <usize>(load<u32>(r, 4) & 0x7fffffff);
+    for (let i: usize = 0; i < n; i++) {
+      let node = <u32>load<u64>(pairPool + ((first + i) << 3));
+      while (load<u32>(nmap + (<usize>node << 2)) == UNMARKED) {
+        markAt(nmap, node);
+        node = pnParent(node);
+      }
+    }
+  }
+  // 3. Renumber the live nodes in order: a parent is older than its children, so it is renumbered
+  // first, and records only move down.
+  let nn: u32 = 0;
+  for (let k: u32 = 0; k < pnCount; k++) {
+    if (load<u32>(nmap + (<usize>k << 2)) == UNMARKED) continue;
+    const a = pnBase + <usize>k * PN_REC;
+    const b = pnBase + <usize>nn * PN_REC;
+    const ret = load<u32>(a);
+    const parent = k < 2 ? 0 : load<u32>(nmap + (<usize>load<u32>(a, 4) << 2));
+    const depth = load<u32>(a, 8);
+    store<u32>(b, ret);
+    store<u32>(b, parent, 4);
+    store<u32>(b, depth, 8);
+    store<u32>(nmap + (<usize>k << 2), nn);
+    nn++;
+  }
+  // 4. Renumber the live configurations in order; their pairs move down in the pool with the new
+  // node ids (an order-preserving renumbering keeps them sorted); hashes recomputed, masks unknown.
+  let nc: u32 = 0;
+  let used: u32 = 0;
+  for (let c: u32 = 0; c < cfCount; c++) {
+    if (load<u32>(cmap + (<usize>c << 2)) == UNMARKED) continue;
+    const r = cfRec(c);
+    const first = <usize>load<u32>(r);
+    const word = load<u32>(r, 4);
+    const n = word & 0x7fffffff;
+    const dst = pairPool + (<usize>used << 3);
+    let h: u32 = mix(n ^ (word >>> 31) << 31);
+    for (let i: u32 = 0; i < n; i++) {
+      const x = load<u64>(pairPool + ((first + <usize>i) << 3));
+      const y = (x & 0xffffffff00000000) | <u64>load<u32>(nmap + (<usize><u32>x << 2));
+      store<u64>(dst + (<usize>i << 3), y);
+      h = mix(h ^ hashPair(y));
+    }
+    const d = cfRec(nc);
+    store<u32>(d, used);
+    store<u32>(d, word, 4);
+    store<i32>(d, -1, 8);
+    store<u32>(d, h, 12);
+    store<u32>(cmap + (<usize>c << 2), nc);
+    nc++;
+    used += n;
+  }
+  // 5. The matchers' states and rollback entries, the initial configuration and `root` renumbered.
+  for (let m: i32 = 0; m < nr; m++) {
+    const r = recBase + <usize>m * REC;
+    store<u32>(r, load<u32>(cmap + (<usize>load<u32>(r) << 2)));
+    const h = load<u32>(r, R_HIST);
+    let head = h & 0xffff;
+    for (let k: u32 = 0; k < h >>> 16; k++) {
+      head = (head - 1) & (HIST - 1);
+      const e = r + R_RING + (<usize>head << 2);
+      const v = load<u32>(e);
+      store<u32>(e, (v & ~CF_MAX) | load<u32>(cmap + (<usize>(v & CF_MAX) << 2)));
+    }
+  }
+  initialCfg = load<u32>(cmap + (<usize>initialCfg << 2));
+  if (root != NO_ROOT) root = load<u32>(cmap + (<usize>root << 2));
+  // 6. Hash tables rebuilt (same sizes), a new generation.
+  pnCount = nn;
+  cfCount = nc;
+  pairUsed = used;
+  memory.fill(pnHt, 0, (<usize>pnHtMask + 1) << 2);
+  for (let k: u32 = 2; k < pnCount; k++) pnInsert(k);
+  memory.fill(cfHt, 0, (<usize>cfHtMask + 1) << 2);
+  for (let k: u32 = 0; k < cfCount; k++) cfInsert(k);
+  const next = genBase + oldCount;
+  genBase = next > ID_LIMIT - (CF_GEN_MAX << 1) ? 0 : next;
+  nCompactions++;
+  return root;
 }
 
 // ---- Closure ----
@@ -521,6 +721,7 @@ function pdaHistPush(r: usize, counted: bool): void {
 
 /** m_commit in pushdown mode (the matcher is not done, `id` is in range). */
 export function pdaCommit(r: usize, id: i32, kind: u32): i32 {
+  pdaCacheCheck(NO_ROOT); // may compact: read the configuration after it
   const c = load<u32>(r);
   if (kind == K_EOS) {
     if (!cfAccepting(c)) return 3;
@@ -560,14 +761,16 @@ export function pdaRollback(r: usize, n: u32): void {
 
 /** `step` in pushdown mode: the configuration after one byte (interned), or -1. */
 export function pdaStepExport(state: i32, byte: i32): i32 {
-  if (<u32>state >= cfCount || <u32>byte > 255) return -1;
-  cfLoad(<u32>state, setA);
+  const c = cfInternal(state);
+  if (c < 0 || <u32>byte > 255) return -1;
+  cfLoad(pdaCacheCheck(<u32>c), setA); // `state` survives a compaction as an extra root
   const n = pdaStep(setA, <u32>load<u8>(region(H_CLASSMAP) + <usize>byte), setB);
-  return pdaAlive(n, setB) ? <i32>cfIntern(setB) : -1;
+  return pdaAlive(n, setB) ? cfExternal(cfIntern(setB)) : -1;
 }
 
 /** `m_feed` in pushdown mode (the matcher is not done): 0, or -(1 + i) with the matcher unchanged. */
 export function pdaFeed(r: usize, p: usize, len: usize): i32 {
+  pdaCacheCheck(NO_ROOT); // may compact: read the configuration after it
   const t = pdaRun(load<u32>(r), p, len);
   if (t < 0) return t;
   store<u32>(r, <u32>t);
@@ -582,7 +785,45 @@ export function pda_mode(): i32 {
   return i32(pdaMode);
 }
 
-/** Configurations interned so far (pushdown mode; valid ids are `[0, config_count())`), 0 otherwise. */
+/**
+ * Pushdown mode: one past the highest configuration id so far (valid ids are
+ * `[config_base(), config_count())`), 0 otherwise.
+ */
 export function config_count(): i32 {
-  return pdaMode ? <i32>cfCount : 0;
+  return pdaMode ? cfExternal(cfCount) : 0;
+}
+
+/** Pushdown mode: the lowest valid configuration id (ids below it are from before a compaction), 0 otherwise. */
+export function config_base(): i32 {
+  return pdaMode ? <i32>genBase : 0;
+}
+
+/**
+ * Set the cache limit in bytes (docs/abi.md "Cache limit"); `bytes ≤ 0` restores the default
+ * (64 MiB). Returns the previous limit. Only pushdown mode has a cache; the limit is kept anyway.
+ */
+export function cache_set_limit(bytes: i32): i32 {
+  const old = cacheLimit;
+  cacheLimit = bytes <= 0 ? DEFAULT_LIMIT : <usize>bytes;
+  effLimit = max(cacheLimit, liveBytes << 1);
+  return <i32>old;
+}
+
+export function cache_limit(): i32 {
+  return <i32>cacheLimit;
+}
+
+/** Bytes the pushdown cache counts now (configurations, stack nodes, masks), 0 outside pushdown mode. */
+export function cache_bytes(): i32 {
+  return pdaMode ? <i32>pdaCacheBytes() : 0;
+}
+
+/** Times the mask cache was cleared (each compaction included). */
+export function cache_evictions(): i32 {
+  return <i32>nEvictions;
+}
+
+/** Times the configurations were compacted (each starts a new generation of ids). */
+export function cache_compactions(): i32 {
+  return <i32>nCompactions;
 }

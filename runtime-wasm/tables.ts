@@ -17,7 +17,7 @@ import {
   specOf, validState,
 } from "./layout";
 import { BUF_CAP, bufPtr } from "./matcher";
-import { cfAccepting, cfCount, initialCfg, pdaInit, pdaMode, pdaStepExport } from "./pushdown";
+import { cfAccepting, cfExternal, cfInternal, initialCfg, pdaInit, pdaMode, pdaStepExport } from "./pushdown";
 
 /**
  * The dense transition table u16[nStates × nClasses], expanded on the heap at instantiation from
@@ -89,7 +89,7 @@ export function class_count(): i32 {
 }
 
 export function initial_state(): i32 {
-  return pdaMode ? <i32>initialCfg : <i32>hdr(H_INITIAL);
+  return pdaMode ? cfExternal(initialCfg) : <i32>hdr(H_INITIAL);
 }
 
 export function spec_count(): i32 {
@@ -104,7 +104,10 @@ export function step(state: i32, byte: i32): i32 {
 }
 
 export function state_flags(state: i32): i32 {
-  if (pdaMode) return <u32>state < cfCount && cfAccepting(<u32>state) ? <i32>F_ACCEPTING : 0;
+  if (pdaMode) {
+    const c = cfInternal(state);
+    return c >= 0 && cfAccepting(<u32>c) ? <i32>F_ACCEPTING : 0;
+  }
   if (!validState(state)) return 0;
   return <i32>flagsOf(<u32>state);
 }

@@ -57,6 +57,12 @@ export let stateMaskPtr: usize = 0;
 export let maskPtrsPtr: usize = 0;
 export let maskHashPtr: usize = 0;
 export let nMasks: u32 = 0;
+/**
+ * Mask blocks allocated so far (≥ nMasks): block `i` is `maskAddr(i)`. Pushdown mode clears its
+ * mask cache by truncating the store (`maskStoreTruncate`); the blocks stay allocated and index `i`
+ * reuses block `i`, so a distinct mask's address depends only on its index.
+ */
+export let maskBlocks: u32 = 0;
 let htPtr: usize = 0;
 let htMask: u32 = 0;
 export let zeroMask: i32 = -1;
@@ -300,10 +306,54 @@ export function intern(p: usize): i32 {
     pos = (pos + 1) & htMask;
   }
   const idx = nMasks++;
+  if (nMasks > maskBlocks) maskBlocks = nMasks;
   store<u32>(maskPtrsPtr + (<usize>idx << 2), <u32>p);
   store<u32>(maskHashPtr + (<usize>idx << 2), h);
   store<i32>(htPtr + (<usize>pos << 2), <i32>idx);
   return <i32>idx;
+}
+
+/**
+ * Index of the distinct mask equal to the `maskBytes` bytes at `src` (a scratch buffer, not
+ * kept): a new mask is copied into block `nMasks` (a block left by `maskStoreTruncate`, else a new
+ * one). The caller makes room in the index first (pushdown-masks.ts `pdaGrowMasks`).
+ */
+export function internCopy(src: usize): i32 {
+  const h = hashMask(src);
+  let pos = h & htMask;
+  for (;;) {
+    const e = load<i32>(htPtr + (<usize>pos << 2));
+    if (e < 0) break;
+    if (load<u32>(maskHashPtr + (<usize>e << 2)) == h && memory.compare(<usize>load<u32>(maskPtrsPtr + (<usize>e << 2)), src, maskBytes) == 0) return e;
+    pos = (pos + 1) & htMask;
+  }
+  const idx = nMasks++;
+  let p: usize;
+  if (idx < maskBlocks) p = <usize>load<u32>(maskPtrsPtr + (<usize>idx << 2));
+  else {
+    p = heap.alloc(maskBytes);
+    maskBlocks = nMasks;
+    store<u32>(maskPtrsPtr + (<usize>idx << 2), <u32>p);
+  }
+  memory.copy(p, src, maskBytes);
+  store<u32>(maskHashPtr + (<usize>idx << 2), h);
+  store<i32>(htPtr + (<usize>pos << 2), <i32>idx);
+  return <i32>idx;
+}
+
+/**
+ * Forget every distinct mask from index `keep` on (pushdown mode's mask-cache clear): their blocks
+ * stay allocated for the masks interned next. Masks below `keep` (the all-zero one) are kept.
+ */
+export function maskStoreTruncate(keep: u32): void {
+  if (keep >= nMasks) return;
+  nMasks = keep;
+  memory.fill(htPtr, 0xff, (<usize>htMask + 1) << 2);
+  for (let e: u32 = 0; e < keep; e++) {
+    let pos = load<u32>(maskHashPtr + (<usize>e << 2)) & htMask;
+    while (load<i32>(htPtr + (<usize>pos << 2)) >= 0) pos = (pos + 1) & htMask;
+    store<i32>(htPtr + (<usize>pos << 2), <i32>e);
+  }
 }
 
 // @ts-ignore: decorator
