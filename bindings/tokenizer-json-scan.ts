@@ -228,5 +228,9 @@ function scanRawVocab(b: Uint8Array, i: number): { vocab: RawVocab; end: number 
     end[id] = ends[k]!;
     escaped[id] = esc[k]!;
   }
-  return { vocab: new RawVocab(b, start, end, escaped), end: i + 1 };
+  const vocab = new RawVocab(b, start, end, escaped);
+  // Keys with escapes are decoded lazily; a malformed escape must fail here, inside the scan's
+  // error handling (then the whole-file parse words the error), not later.
+  for (let id = 0; id <= max; id++) if (escaped[id] && start[id]! >= 0) vocab.piece(id);
+  return { vocab, end: i + 1 };
 }

@@ -235,7 +235,12 @@ class Converter {
   /** A local reference (`#`, `#/$defs/x`, any `#/…` pointer) to its JSON pointer. */
   private resolve(ref: string, ptr: string): string {
     if (!ref.startsWith("#")) throw this.error("E0905", `only local references (#/…) are supported, not ${JSON.stringify(ref)}`, ptr);
-    const p = decodeURIComponent(ref.slice(1));
+    let p: string;
+    try {
+      p = decodeURIComponent(ref.slice(1));
+    } catch {
+      throw this.error("E0905", `malformed reference ${JSON.stringify(ref)} (a % not followed by two hex digits)`, ptr, "escape a literal % in a JSON pointer as %25");
+    }
     if (p !== "" && !p.startsWith("/")) throw this.error("E0905", `unsupported reference ${JSON.stringify(ref)} (anchors are not supported)`, ptr);
     this.at(p, ptr);
     return p;
