@@ -284,6 +284,9 @@ export function inputOf(t: Target, seed: number, i: number): Uint8Array {
   return t.name === "wasm-resealed" ? makeResealedInput(seed, i) : makeInput(t, seed, i);
 }
 
+/** An input that takes longer than this to compile or be refused is a defect. */
+export const SLOW_MS = 2000;
+
 export interface LoopResult {
   tried: number;
   ok: number;
@@ -311,6 +314,8 @@ export async function fuzzLoop(t: Target, seed: number, from: number, count: num
     }
     const ms = performance.now() - t0;
     if (ms > out.slowest.ms) out.slowest = { i, ms };
+    // The issue's bar: compiling or refusing any input takes at most 2 s.
+    if (ms > SLOW_MS) out.crashes.push({ i, message: `Slow: ${Math.round(ms)} ms (more than ${SLOW_MS} ms)` });
     out.tried++;
   }
   return out;
