@@ -293,7 +293,11 @@ export function toolConstraintStepper(ir: SpecIR): { size: number; step(tc: numb
   const cs = ir.constraints.filter((c) => c.kind === "toolAtMost" || c.kind === "toolBefore");
   const radix = cs.map((c) => (c.kind === "toolAtMost" ? c.n + 1 : 2));
   const size = radix.reduce((a, b) => a * b, 1);
-  if (size > 1 << 20) throw new SpecLimitError("toolConstraintStates", size, 1 << 20, cs[0]!.span);
+  if (size > 1 << 20) {
+    const e = new SpecLimitError("toolConstraintStates", size, 1 << 20, cs[0]!.span);
+    (e as { hint?: string }).hint = "the tool constraints multiply (each at-most N keeps N + 1 counts, each before a flag): constrain fewer tools, or use smaller counts";
+    throw e;
+  }
   return {
     size,
     step(tc, tool) {

@@ -135,6 +135,13 @@ describe("tool specs: diagnostics", () => {
       expect(e!.span?.line).toBeGreaterThan(0);
     });
   }
+  it("tool constraints that multiply past a million states are a limit error, not a hang", () => {
+    const many = JSON.stringify(Array.from({ length: 21 }, (_, i) => ({ name: `t${i}` })));
+    const errs = errorsOf(() => compileWith(AGENT(undefined, "(:constraints (at-most 1 (each-tool)))"), { "tools.json": many }));
+    expect(errs[0]!.code).toBe("E0501");
+    expect(errs[0]!.message).toMatch(/toolConstraintStates would be 2097152/);
+    expect(errs[0]!.hint).toMatch(/constrain fewer tools/);
+  });
   it("at most 13 token markers", () => {
     const states = Array.from({ length: 14 }, (_, i) => `(S${i} (:token "<t${i}>"))`).join(" ");
     const errs = errorsOf(() => compileWith(`(define a (:states ${states}) (:behavior (next ${Array.from({ length: 14 }, (_, i) => `S${i}`).join(" ")})))`, {}));
