@@ -15,6 +15,7 @@ export interface BindableVocabulary {
   readonly eos: readonly number[];
   flat(): FlatVocabulary;
   tokenId?(text: string): number | undefined;
+  textOrder?(): Uint32Array;
 }
 
 export class TokenMarkerError extends Error {
@@ -26,7 +27,7 @@ export class TokenMarkerError extends Error {
 
 /** The vocabulary as the spec's automaton sees it; `ids` maps each marker's byte to its token id. */
 export function bindTokenMarkers(vocab: BindableVocabulary, markers: readonly TokenMarker[]): {
-  size: number; eos: number[]; flat(): FlatVocabulary; ids: Map<number, number>;
+  size: number; eos: number[]; flat(): FlatVocabulary; ids: Map<number, number>; textOrder?(): Uint32Array;
 } {
   const ids = new Map<number, number>();
   for (const m of markers) {
@@ -62,5 +63,31 @@ export function bindTokenMarkers(vocab: BindableVocabulary, markers: readonly To
   }
   outOff[size] = p;
   const flat: FlatVocabulary = { bytes: out.subarray(0, p), offsets: outOff, special: sp };
-  return { size, eos: vocab.eos.filter((id) => !markerIds.has(id)), flat: () => flat, ids };
+  const eos = vocab.eos.filter((id) => !markerIds.has(id));
+  // The trie order (text ids sorted by bytes, bindings/token-order.ts) follows from the
+  // vocabulary's own: drop the ids that changed, and put each marker id (one byte, which no
+  // remaining token contains) where that byte sorts. No re-sort of 100k+ tokens.
+  const base = vocab.textOrder?.();
+  if (!base) return { size, eos, flat: () => flat, ids };
+  let order: Uint32Array | undefined;
+  const textOrder = () => (order ??= derivedOrder(base, flat, markerIds, byteOf));
+  return { size, eos, flat: () => flat, ids, textOrder };
+}
+
+function derivedOrder(base: Uint32Array, flat: FlatVocabulary, markerIds: Set<number>, byteOf: Map<number, number>): Uint32Array {
+  const { bytes, offsets, special } = flat;
+  const kept: number[] = [];
+  for (const id of base) if (!special[id] && !markerIds.has(id)) kept.push(id);
+  const first = (id: number) => (offsets[id + 1]! > offsets[id]! ? bytes[offsets[id]!]! : -1);
+  // A marker token is the single byte b, and no kept token contains b: it sorts after every token
+  // whose first byte is below b and before every token whose first byte is above it.
+  const markers = [...markerIds].sort((a, b) => byteOf.get(a)! - byteOf.get(b)!);
+  const out = new Uint32Array(kept.length + markers.length);
+  let k = 0, m = 0;
+  for (const id of kept) {
+    while (m < markers.length && byteOf.get(markers[m]!)! < first(id)) out[k++] = markers[m++]!;
+    out[k++] = id;
+  }
+  while (m < markers.length) out[k++] = markers[m++]!;
+  return out;
 }

@@ -79,6 +79,15 @@ describe("examples/qwen3-tools.agent with Qwen3's vocabulary (151,669 tokens)", 
     expect([...called].sort()).toEqual(["book_flight", "get_weather", "search_flights"]);
   });
 
+  it("binding keeps the trie order without a re-sort: the derived order equals a full sort of the bound tokens", async () => {
+    const { bindTokenMarkers } = await import("../../bindings/token-markers.js");
+    const { sortTextTokens } = await import("../../bindings/token-order.js");
+    const bound = bindTokenMarkers(vocab, tokenMarkers(c.ir.states));
+    const f = bound.flat();
+    expect(bound.textOrder!()).toEqual(sortTextTokens(f.bytes, f.offsets, f.special));
+    expect(bound.eos).not.toContain(QWEN_IDS["<|im_end|>"]); // the marker, no longer EOS
+  });
+
   it("the marker's characters written as ordinary tokens are text, not the marker", () => {
     const m = spec.matcher();
     for (const id of [QWEN_IDS["<think>"], QWEN_IDS["</think>"]]) m.commit(id);
