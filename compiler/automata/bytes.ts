@@ -322,13 +322,20 @@ export function toolConstraintStepper(ir: SpecIR): { size: number; step(tc: numb
   };
 }
 
-/** The byte-state limit; with grammar content (the usual cause) it points at the grammar and its depth. */
+/**
+ * The byte-state limit; with grammar or tool content (the usual causes) it points at that state
+ * and says what to lower.
+ */
 function byteLimit(ir: SpecIR, value: number, max: number): SpecLimitError {
-  const g = ir.states.find((s) => s.content.kind === "grammar");
-  const e = new SpecLimitError("maxByteStates", value, max, g ? g.content.kind === "grammar" ? g.content.span : null : null);
-  if (g) {
+  const g = ir.states.find((s) => s.content.kind === "grammar" || s.content.kind === "toolArgs" || s.content.kind === "toolCall");
+  const span = g && "span" in g.content ? g.content.span : null;
+  const e = new SpecLimitError("maxByteStates", value, max, span);
+  if (g?.content.kind === "grammar") {
     (e as { hint?: string }).hint = `grammar content multiplies the byte states: lower the nesting depth of ${g.name}'s grammar ` +
       "(:max-depth N in its (:grammar ...), or --max-depth N), or raise the limit (option maxByteStates)";
+  } else if (g) {
+    (e as { hint?: string }).hint = `tool arguments multiply the byte states (each tool's automaton, once per reachable state of the tool constraints): ` +
+      `bound string lengths and array sizes less, constrain fewer tools, lower :max-depth on ${g.name}'s content, or raise the limit (option maxByteStates)`;
   }
   return e;
 }
