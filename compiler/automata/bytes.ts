@@ -335,7 +335,7 @@ function byteLimit(ir: SpecIR, value: number, max: number): SpecLimitError {
       "(:max-depth N in its (:grammar ...), or --max-depth N), or raise the limit (option maxByteStates)";
   } else if (g) {
     (e as { hint?: string }).hint = `tool arguments multiply the byte states (each tool's automaton, once per reachable state of the tool constraints): ` +
-      `bound string lengths and array sizes less, constrain fewer tools, lower :max-depth on ${g.name}'s content, or raise the limit (option maxByteStates)`;
+      `drop large maxLength/maxItems bounds (each bounded position is a state), constrain fewer tools, lower :max-depth on ${g.name}'s content, or raise the limit (option maxByteStates)`;
   }
   return e;
 }
