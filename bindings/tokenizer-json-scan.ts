@@ -107,6 +107,9 @@ function mergesEndAtTail(b: Uint8Array, start: number): number {
  * The tokenizer.json in `bytes` as an object without `model.merges`, or undefined when it does
  * not look like a JSON object (the caller then parses it whole and reports the error).
  */
+/** Ids from here on are left to the full parse, whose builder refuses them (vocab.ts MAX_VOCAB_SIZE). */
+const SCAN_MAX_ID = 1 << 24;
+
 export function scanTokenizerJson(bytes: Uint8Array): Record<string, unknown> | undefined {
   const dec = new TextDecoder();
   const parse = (s: number, e: number): unknown => JSON.parse(dec.decode(bytes.subarray(s, e)));
@@ -209,6 +212,8 @@ function scanRawVocab(b: Uint8Array, i: number): { vocab: RawVocab; end: number 
       // Anything but a plain non-negative integer (a leading zero, a fraction, a huge number) is
       // left to the full parse and the builder's checks.
       if (i === start || i - start > 9 || (b[start] === 0x30 && i - start > 1)) throw new Unexpected();
+      // An id beyond any vocabulary (the builder refuses those) must not size the arrays below.
+      if (id >= SCAN_MAX_ID) throw new Unexpected();
       ids.push(id);
       if (id > max) max = id;
       i = sp(i);
