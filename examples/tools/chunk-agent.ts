@@ -6,12 +6,12 @@
  * handler gets its arguments parsed and valid for its schema; a rule blocks bookings for more than
  * four travellers by argument value.
  *
- *   npx tsx examples/tools/chunk-agent.ts                         # a loopback server with ../shared/models/stories260K.gguf
- *   npx tsx examples/tools/chunk-agent.ts http://127.0.0.1:8000 my-model   # any OpenAI-compatible server
+ *   npx tsx examples/tools/chunk-agent.ts URL MODEL        # any OpenAI-compatible completions server
  *
- * The loopback server is the test suite's (tests/helpers/openai-server.ts), so that form runs from
- * a clone of the repository. The tiny story model writes no JSON, so most of its tool calls are the
- * monitor's completions; a real instruction-tuned model writes them itself.
+ * For a local one, the test suite's loopback server serves the tiny model (from a clone of the
+ * repository): `npx tsx tests/helpers/openai-server.ts` prints its URL, then run this with that URL
+ * and the model name it prints. The tiny story model writes no JSON, so most of its tool calls are
+ * the monitor's completions; a real instruction-tuned model writes them itself.
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -39,16 +39,10 @@ const tools = typedTools({
   guard: { enforcer, toolkit: "Travel" },
 });
 
-let url = process.argv[2];
-let model = process.argv[3] ?? "local";
-let close = async () => {};
-if (!url) {
-  const { startOpenAIServer } = await import("../../tests/helpers/openai-server.js");
-  const modelPath = `${root}../shared/models/stories260K.gguf`;
-  const server = await startOpenAIServer({ modelPath, contextSize: 2048 });
-  ({ url, model } = server);
-  close = () => server.close();
-  console.log(`serving ${modelPath} at ${url}`);
+const [url, model] = process.argv.slice(2);
+if (!url || !model) {
+  console.error("usage: npx tsx examples/tools/chunk-agent.ts URL MODEL   (e.g. after `npx tsx tests/helpers/openai-server.ts`)");
+  process.exit(2);
 }
 try {
   const run = await runChunked({
@@ -60,6 +54,7 @@ try {
   for (const s of run.transcript.segments) console.log(s.by === "env" ? `[env]${s.text}` : s.text);
   console.log(`\nverdict: ${run.verdict} · ${run.requests} requests · ${run.corrections.length} corrections`);
   for (const c of run.toolCalls) console.log(`call ${c.name} ${JSON.stringify(c.arguments)} → ${c.result}`);
-} finally {
-  await close();
+} catch (e) {
+  console.error(`chunk-agent: ${(e as Error).message}`);
+  process.exitCode = 1;
 }

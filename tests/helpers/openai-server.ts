@@ -192,3 +192,12 @@ export async function startOpenAIServer(opts: OpenAIServerOptions): Promise<Open
     },
   };
 }
+
+// Run directly, it serves a model until interrupted (examples/tools/chunk-agent.ts talks to it):
+//   npx tsx tests/helpers/openai-server.ts ../shared/models/stories260K.gguf
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  const modelPath = process.argv[2] ?? new URL("../../../shared/models/stories260K.gguf", import.meta.url).pathname;
+  const server = await startOpenAIServer({ modelPath, contextSize: 2048 });
+  console.log(`${server.url} (model "${server.model}", ${modelPath}); Ctrl-C stops it`);
+  process.on("SIGINT", () => { void server.close().then(() => process.exit(0)); });
+}
