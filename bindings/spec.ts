@@ -213,12 +213,15 @@ export interface TokenTrie {
   maxDepth: number;
 }
 
+/** A vocabulary as the runtime takes it, without the trie nodes (the runtime can build those). */
+export type TokenLayout = Omit<TokenTrie, "nNodes" | "nodes" | "maxDepth">;
+
 /**
- * Builds the DFS-ordered token trie of docs/abi.md: text tokens sorted by bytes, one node per
- * distinct prefix, `skip` = the index after the node's subtree. Ids from `vocab.size` to
- * `vocabSize - 1` are special (never allowed).
+ * The regions of docs/abi.md but the trie nodes: token kinds, offsets (padded to `vocabSize`), bytes,
+ * and the text ids sorted by bytes (the vocabulary's own order when it has one for this token set).
+ * Ids from `vocab.size` to `vocabSize - 1` are special (never allowed).
  */
-export function buildTokenTrie(vocab: VocabularySource, vocabSize = vocab.size): TokenTrie {
+export function tokenLayout(vocab: VocabularySource, vocabSize = vocab.size): TokenLayout {
   const { bytes, offsets, special } = vocab.flat();
   const size = vocab.size;
   if (!Number.isInteger(vocabSize) || vocabSize < size) {
@@ -236,12 +239,24 @@ export function buildTokenTrie(vocab: VocabularySource, vocabSize = vocab.size):
     if (!Number.isInteger(id) || id < 0 || id >= size) throw new RangeError(`EOS id ${id} is outside the vocabulary (${size} tokens)`);
     tokKind[id] = TOKEN_EOS;
   }
-  let textBytes = 0;
-  for (let id = 0; id < size; id++) if (tokKind[id] === TOKEN_TEXT) textBytes += offsets[id + 1]! - offsets[id]!;
-  // The sorted text ids: the vocabulary's own (computed once, or read from a prepared file) when
-  // it has them for this token set, else sorted here.
   const cached = vocab.textOrder?.();
   const order = cached && cached.length === nText ? cached : sortTextTokens(bytes, offsets, tokKind.subarray(0, size));
+  const tokOff = new Uint32Array(vocabSize + 1);
+  tokOff.set(offsets.subarray(0, size + 1));
+  tokOff.fill(offsets[size]!, size + 1);
+  return { trieIds: order, tokOff, tokBytes: bytes, tokKind };
+}
+
+/**
+ * Builds the DFS-ordered token trie of docs/abi.md: text tokens sorted by bytes, one node per
+ * distinct prefix, `skip` = the index after the node's subtree. `Spec.load` leaves this to the
+ * runtime (it builds the same trie from the sorted ids); this is for runtimes older than that.
+ */
+export function buildTokenTrie(vocab: VocabularySource, vocabSize = vocab.size): TokenTrie {
+  const layout = tokenLayout(vocab, vocabSize);
+  const { trieIds: order, tokOff: offsets, tokBytes: bytes } = layout;
+  let textBytes = 0;
+  for (let k = 0; k < order.length; k++) textBytes += offsets[order[k]! + 1]! - offsets[order[k]!]!;
   // At most one node per text byte, plus the root and the sentinel.
   const nodes = new Uint32Array(3 * (textBytes + 2));
   const path: number[] = [0]; // path[d] = node at depth d on the current branch
@@ -272,10 +287,7 @@ export function buildTokenTrie(vocab: VocabularySource, vocabSize = vocab.size):
   for (; depth > 0; depth--) nodes[3 * path[depth]! + 1] = n;
   nodes[1] = n; // root: its subtree is everything
   nodes[3 * n + 2] = order.length; // sentinel
-  const tokOff = new Uint32Array(vocabSize + 1);
-  tokOff.set(offsets.subarray(0, size + 1));
-  tokOff.fill(offsets[size]!, size + 1);
-  return { nNodes: n, nodes: nodes.slice(0, 3 * (n + 1)), trieIds: order, tokOff, tokBytes: bytes, tokKind, maxDepth };
+  return { ...layout, nNodes: n, nodes: nodes.slice(0, 3 * (n + 1)), maxDepth };
 }
 
 const VOCAB_ERRORS: Record<number, string> = {
@@ -286,21 +298,27 @@ const VOCAB_ERRORS: Record<number, string> = {
   [-5]: "the trie's token ranges are not non-decreasing",
   [-6]: "a trie entry is not a text token spelled by its node's path, or is listed twice",
   [-7]: "a text token is missing from the trie",
+  [-8]: "the text-token ids are not sorted by their bytes",
+  [-9]: "the token trie would have more than 2^24 nodes",
 };
 
-/** Copies a vocabulary into the module (docs/abi.md, "Vocabulary"). */
+/**
+ * Copies a vocabulary into the module (docs/abi.md, "Vocabulary"): the sorted token ids, from which
+ * the runtime builds the trie, or, for a runtime that predates that (it refuses 0 nodes), the trie.
+ */
 function attachVocabulary(ex: SpecExports, vocab: VocabularySource, vocabSize: number): void {
-  const trie = buildTokenTrie(vocab, vocabSize);
-  if (ex.vocab_alloc(vocabSize, trie.nNodes, trie.trieIds.length, trie.tokBytes.length) !== 0) {
+  const layout = tokenLayout(vocab, vocabSize);
+  const trie = ex.vocab_alloc(vocabSize, 0, layout.trieIds.length, layout.tokBytes.length) === 0 ? undefined : buildTokenTrie(vocab, vocabSize);
+  if (trie && ex.vocab_alloc(vocabSize, trie.nNodes, trie.trieIds.length, trie.tokBytes.length) !== 0) {
     throw new Error(`cannot attach the vocabulary: ${VOCAB_ERRORS[-1]} (or it is too large: ${vocabSize} tokens, ${trie.nNodes} trie nodes, ${trie.tokBytes.length} bytes)`);
   }
   const buf = ex.memory.buffer; // after vocab_alloc, which may have grown the memory
-  new Uint32Array(buf, ex.vocab_region(0), trie.nodes.length).set(trie.nodes);
-  new Uint32Array(buf, ex.vocab_region(1), trie.trieIds.length).set(trie.trieIds);
-  new Uint32Array(buf, ex.vocab_region(2), trie.tokOff.length).set(trie.tokOff);
-  new Uint8Array(buf, ex.vocab_region(3), trie.tokBytes.length).set(trie.tokBytes);
-  new Uint8Array(buf, ex.vocab_region(4), trie.tokKind.length).set(trie.tokKind);
-  const r = ex.vocab_ready();
+  if (trie) new Uint32Array(buf, ex.vocab_region(0), trie.nodes.length).set(trie.nodes);
+  new Uint32Array(buf, ex.vocab_region(1), layout.trieIds.length).set(layout.trieIds);
+  new Uint32Array(buf, ex.vocab_region(2), layout.tokOff.length).set(layout.tokOff);
+  new Uint8Array(buf, ex.vocab_region(3), layout.tokBytes.length).set(layout.tokBytes);
+  new Uint8Array(buf, ex.vocab_region(4), layout.tokKind.length).set(layout.tokKind);
+  const T0 = performance.now(); const r = ex.vocab_ready(); if (process.env.TIMING) console.log('vocab_ready', r, (performance.now() - T0).toFixed(1));
   if (r !== 0) throw new Error(`cannot attach the vocabulary: ${VOCAB_ERRORS[r] ?? `error ${r}`}`);
 }
 

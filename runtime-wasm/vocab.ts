@@ -3,7 +3,9 @@
  * runtime; index.ts lists the modules).
  *
  * The host attaches a vocabulary once (`vocab_alloc`, write the regions, `vocab_ready`, which
- * validates everything it was given): token offsets, bytes and kinds and a token trie in DFS order.
+ * validates everything it was given): token offsets, bytes and kinds and a token trie in DFS order,
+ * or, since the trie is the costly part to build and to check, only the sorted text ids, from which
+ * `vocab_ready` builds the trie itself (one pass to check and count, one to fill).
  * `vocab_ready` also sizes the store of distinct masks (identical masks are stored once), so the
  * store and `intern` live here; masks.ts computes the masks that go into it.
  */
@@ -81,20 +83,21 @@ export function allocZero(n: usize): usize {
 }
 
 /**
- * Reserve the vocabulary regions. `vocabSize` token ids, `nodes` trie nodes (the root included),
- * `trieTokens` ids listed in the trie, `bytes` token bytes in all. 0, or -1 (no valid tables, a
- * vocabulary already attached, or sizes out of range); the host then writes the regions given by
- * `vocab_region` and calls `vocab_ready`.
+ * Reserve the vocabulary regions. `vocabSize` token ids, `nodes` trie nodes (the root included; 0:
+ * the host writes no trie, `vocab_ready` builds it from `trie_ids`), `trieTokens` ids listed in the
+ * trie, `bytes` token bytes in all. 0, or -1 (no valid tables, a vocabulary already attached, or
+ * sizes out of range); the host then writes the regions given by `vocab_region` and calls
+ * `vocab_ready`.
  */
 export function vocab_alloc(size: i32, nodes: i32, trieTokens: i32, bytes: i32): i32 {
   if (!tables_ok() || vocabPhase != 0) return -1;
-  if (size < 1 || <u32>size > MAX_VOCAB || nodes < 1 || <u32>nodes > MAX_NODES) return -1;
+  if (size < 1 || <u32>size > MAX_VOCAB || nodes < 0 || <u32>nodes > MAX_NODES) return -1;
   if (trieTokens < 0 || trieTokens > size || bytes < 0 || <u32>bytes > MAX_BYTES) return -1;
   vocabSize = <u32>size;
   nNodes = <u32>nodes;
   nTrie = <u32>trieTokens;
   nBytes = <u32>bytes;
-  nodesPtr = allocZero((<usize>nNodes + 1) * NODE);
+  nodesPtr = nodes ? allocZero((<usize>nNodes + 1) * NODE) : 0; // 0 nodes: vocab_ready builds them
   trieIdsPtr = allocZero(<usize>nTrie << 2);
   tokOffPtr = allocZero((<usize>vocabSize + 1) << 2);
   tokBytesPtr = allocZero(<usize>nBytes);
@@ -131,27 +134,10 @@ export function vocab_region(k: i32): i32 {
   return load<u32>(nodesPtr + <usize>i * NODE, 8);
 }
 
-/**
- * Validate what the host wrote and make the vocabulary usable. 0, or a negative code (docs/abi.md):
- * -1 not allocated or already ready, -2 token offsets, -3 token kinds, -4 trie shape (depths,
- * skips), -5 trie token ranges, -6 a trie entry (id out of range, not a text token, listed twice,
- * or bytes that differ from the node's path), -7 a text token missing from the trie.
- */
-export function vocab_ready(): i32 {
-  if (vocabPhase != 1) return -1;
+/** Validates a trie the host wrote (`vocab_alloc` with nodes ≥ 1): shape, ranges, spellings. */
+function checkTrie(): i32 {
   const V = vocabSize;
   const n = nNodes;
-  // Token offsets and kinds.
-  if (load<u32>(tokOffPtr) != 0 || load<u32>(tokOffPtr + (<usize>V << 2)) != nBytes) return -2;
-  for (let id: u32 = 0; id < V; id++) {
-    if (load<u32>(tokOffPtr + (<usize>id << 2)) > load<u32>(tokOffPtr + (<usize>(id + 1) << 2))) return -2;
-  }
-  nEos = 0;
-  for (let id: u32 = 0; id < V; id++) {
-    const k = <u32>load<u8>(tokKindPtr + id);
-    if (k > K_EOS) return -3;
-    if (k == K_EOS) nEos++;
-  }
   // Trie shape: DFS pre-order, root first.
   if (nodeW0(0) != 0 || nodeSkip(0) != n) return -4;
   let md: u32 = 0;
@@ -206,9 +192,123 @@ export function vocab_ready(): i32 {
   for (let id: u32 = 0; id < V; id++) {
     if (<u32>load<u8>(tokKindPtr + id) == K_TEXT && !(load<u32>(seen + (<usize>(id >>> 5) << 2)) & (<u32>1 << (id & 31)))) return -7;
   }
+  return 0;
+}
+
+/**
+ * Builds the trie from `trie_ids` (`vocab_alloc` with nodes = 0): one node per distinct prefix, in
+ * DFS pre-order, as docs/abi.md describes it. The ids must be the text tokens, each once, sorted by
+ * bytes (a token before every longer token it is a prefix of), which is what makes every entry end
+ * at its own node. One pass over the tokens in trie order (random in id order, so the pass is
+ * what costs): the node region is the last heap block while it is filled, so it grows and is
+ * trimmed in place.
+ */
+function buildTrie(): i32 {
+  const V = vocabSize;
+  let longest: u32 = 0; // bounds the depth: the path stack is sized before the pass
+  for (let id: u32 = 0; id < V; id++) {
+    const len = load<u32>(tokOffPtr + (<usize>(id + 1) << 2)) - load<u32>(tokOffPtr + (<usize>id << 2));
+    if (len > longest) longest = len;
+  }
+  const seen = allocZero(((<usize>V + 31) >>> 5) << 2);
+  stackPtr = allocZero((<usize>longest + 1) << 2);
+  tagPtr = allocZero((<usize>longest + 1) << 2);
+  const path = stackPtr; // path[d] = the node at depth d on the current branch
+  let cap: u32 = nTrie + (nTrie >>> 1) + 16;
+  if (cap > MAX_NODES + 1) cap = MAX_NODES + 1;
+  let nodes = heap.alloc(<usize>cap * NODE);
+  let n: u32 = 1;
+  let depth: u32 = 0;
+  let md: u32 = 0;
+  let po: u32 = 0;
+  let pl: u32 = 0;
+  for (let a: u32 = 0; a < nTrie; a++) {
+    const id = load<u32>(trieIdsPtr + (<usize>a << 2));
+    if (id >= V || <u32>load<u8>(tokKindPtr + id) != K_TEXT) return failBuild(nodes, -6);
+    const w = seen + (<usize>(id >>> 5) << 2);
+    const bit: u32 = 1 << (id & 31);
+    if (load<u32>(w) & bit) return failBuild(nodes, -6);
+    store<u32>(w, load<u32>(w) | bit);
+    const o = load<u32>(tokOffPtr + (<usize>id << 2));
+    const len = load<u32>(tokOffPtr + (<usize>(id + 1) << 2)) - o;
+    const l = commonPrefix(po, pl, o, len);
+    if (a > 0 && (l < len ? l < pl && load<u8>(tokBytesPtr + o + l) < load<u8>(tokBytesPtr + po + l) : len < pl)) return failBuild(nodes, -8);
+    if (<u64>n + len - l + 1 > <u64>cap) {
+      if (<u64>n + len - l > <u64>MAX_NODES) return failBuild(nodes, -9);
+      cap = max<u32>(n + len - l + 1, cap < (MAX_NODES >>> 1) ? cap << 1 : MAX_NODES + 1);
+      nodes = heap.realloc(nodes, <usize>cap * NODE);
+    }
+    for (; depth > l; depth--) store<u32>(nodes + <usize>load<u32>(path + (<usize>depth << 2)) * NODE, n, 4);
+    for (let d = l + 1; d <= len; d++) {
+      const p = nodes + <usize>n * NODE;
+      store<u32>(p, <u32>load<u8>(tokBytesPtr + o + d - 1) | (d << 8));
+      store<u32>(p, a, 8);
+      store<u32>(path + (<usize>d << 2), n);
+      n++;
+    }
+    depth = len;
+    if (len > md) md = len;
+    po = o;
+    pl = len;
+  }
+  for (let id: u32 = 0; id < V; id++) {
+    if (<u32>load<u8>(tokKindPtr + id) == K_TEXT && !(load<u32>(seen + (<usize>(id >>> 5) << 2)) & (<u32>1 << (id & 31)))) return failBuild(nodes, -7);
+  }
+  for (; depth > 0; depth--) store<u32>(nodes + <usize>load<u32>(path + (<usize>depth << 2)) * NODE, n, 4);
+  nodes = heap.realloc(nodes, (<usize>n + 1) * NODE); // trimmed in place (the last block)
+  store<u32>(nodes, 0); // the root: no byte, depth 0, its subtree is everything, tokens from 0
+  store<u32>(nodes, n, 4);
+  store<u32>(nodes, 0, 8);
+  const sentinel = nodes + <usize>n * NODE;
+  store<u32>(sentinel, 0);
+  store<u32>(sentinel, 0, 4);
+  store<u32>(sentinel, nTrie, 8);
+  nodesPtr = nodes;
+  nNodes = n;
+  maxDepth = md;
+  return 0;
+}
+
+/** A failed build gives its node block back (it is the last one) and returns the error code. */
+function failBuild(nodes: usize, code: i32): i32 {
+  heap.free(nodes);
+  return code;
+}
+
+/** Length of the common prefix of the token bytes at `a` (length `al`) and `b` (length `bl`). */
+// @ts-ignore: decorator
+@inline function commonPrefix(a: u32, al: u32, b: u32, bl: u32): u32 {
+  const m = al < bl ? al : bl;
+  let l: u32 = 0;
+  while (l < m && load<u8>(tokBytesPtr + a + l) == load<u8>(tokBytesPtr + b + l)) l++;
+  return l;
+}
+
+/**
+ * Validate what the host wrote and make the vocabulary usable. 0, or a negative code (docs/abi.md):
+ * -1 not allocated or already ready, -2 token offsets, -3 token kinds, -4 trie shape (depths,
+ * skips), -5 trie token ranges, -6 a trie entry (id out of range, not a text token, listed twice,
+ * or bytes that differ from the node's path), -7 a text token missing from the trie.
+ */
+export function vocab_ready(): i32 {
+  if (vocabPhase != 1) return -1;
+  const V = vocabSize;
+  // Token offsets and kinds.
+  if (load<u32>(tokOffPtr) != 0 || load<u32>(tokOffPtr + (<usize>V << 2)) != nBytes) return -2;
+  for (let id: u32 = 0; id < V; id++) {
+    if (load<u32>(tokOffPtr + (<usize>id << 2)) > load<u32>(tokOffPtr + (<usize>(id + 1) << 2))) return -2;
+  }
+  nEos = 0;
+  for (let id: u32 = 0; id < V; id++) {
+    const k = <u32>load<u8>(tokKindPtr + id);
+    if (k > K_EOS) return -3;
+    if (k == K_EOS) nEos++;
+  }
+  const t = nNodes ? checkTrie() : buildTrie();
+  if (t != 0) return t;
   // Ready: bytes become classes, bookkeeping for the mask cache.
   const classmap = region(H_CLASSMAP);
-  for (let i: u32 = 1; i < n; i++) {
+  for (let i: u32 = 1; i < nNodes; i++) {
     const p = nodesPtr + <usize>i * NODE;
     const w0 = load<u32>(p);
     store<u32>(p, (w0 & 0xffffff00) | <u32>load<u8>(classmap + (w0 & 0xff)));

@@ -1,5 +1,5 @@
 import { ensureRuntime } from "../helpers/runtime.js";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -16,6 +16,8 @@ import { emitWasm, loadRuntimeWasm } from "../../compiler/emit-wasm.js";
 import { seal } from "../../compiler/seal.js";
 import { Spec, buildTokenTrie, type TokenTrie } from "../../bindings/spec.js";
 import { Vocabulary } from "../../bindings/vocab.js";
+import { compileSource, compileToWasm } from "../../compiler/compile.js";
+import { tokenizerJsonPath } from "../helpers/tokenizers.js";
 
 // ---- A toy spec, by hand -------------------------------------------------------------------------
 //
@@ -609,7 +611,8 @@ describe("vocabulary ABI", () => {
     expect(ex.vocab_region!(0)).toBe(0);
     expect(ex.vocab_ready!()).toBe(-1);
     expect(ex.vocab_alloc!(0, 1, 0, 0)).toBe(-1);
-    expect(ex.vocab_alloc!(10, 0, 0, 0)).toBe(-1);
+    expect(ex.vocab_alloc!(10, -1, 0, 0)).toBe(-1);
+    expect(ex.vocab_alloc!(10, (1 << 24) + 1, 0, 0)).toBe(-1);
     expect(ex.vocab_alloc!(10, 1, 11, 0)).toBe(-1);
     expect(ex.vocab_alloc!(10, 1, 0, -1)).toBe(-1);
     expect(ex.vocab_alloc!((1 << 24) + 1, 1, 0, 0)).toBe(-1);
@@ -651,6 +654,63 @@ describe("vocabulary ABI", () => {
     // A text token the trie does not list: make special id 7 a text token.
     const ex = await written((tr) => (tr.tokKind[7] = 0));
     expect(ex.vocab_ready!()).toBe(-7);
+  });
+
+  /** A fresh instance given only the sorted token ids (nodes = 0): `vocab_ready` builds the trie. */
+  async function writtenIds(corrupt?: (trie: TokenTrie) => void): Promise<Exports> {
+    const ex = await instantiate(wasm);
+    const trie = buildTokenTrie(toyVocab());
+    corrupt?.(trie);
+    expect(ex.vocab_alloc!(12, 0, trie.trieIds.length, trie.tokBytes.length)).toBe(0);
+    expect(ex.vocab_region!(0)).toBe(0); // no node region until the runtime builds it
+    const buf = ex.memory.buffer;
+    new Uint32Array(buf, ex.vocab_region!(1), trie.trieIds.length).set(trie.trieIds);
+    new Uint32Array(buf, ex.vocab_region!(2), trie.tokOff.length).set(trie.tokOff);
+    new Uint8Array(buf, ex.vocab_region!(3), trie.tokBytes.length).set(trie.tokBytes);
+    new Uint8Array(buf, ex.vocab_region!(4), trie.tokKind.length).set(trie.tokKind);
+    return ex;
+  }
+
+  it("vocab_ready builds the trie the bindings would write from the sorted ids alone", async () => {
+    const trie = buildTokenTrie(toyVocab());
+    const built = await writtenIds();
+    expect(built.vocab_ready!()).toBe(0);
+    expect(built.vocab_max_depth!()).toBe(trie.maxDepth);
+    const host = await written();
+    expect(host.vocab_ready!()).toBe(0);
+    // Node for node (bytes are byte classes by now in both): the same records, the sentinel included.
+    const nodes = (ex: Exports) => Array.from(new Uint32Array(ex.memory.buffer, ex.vocab_region!(0), trie.nodes.length));
+    expect(nodes(built)).toEqual(nodes(host));
+    expect(nodes(built).filter((_, i) => i % 3 !== 0)).toEqual(Array.from(trie.nodes).filter((_, i) => i % 3 !== 0));
+    // And the same masks along a path.
+    const walk = (ex: Exports) => {
+      const m = ex.m_new!();
+      const out: number[] = [];
+      for (const id of [1, 10, 5]) {
+        out.push(new Int32Array(ex.memory.buffer, ex.m_mask_ptr!(m), 1)[0]!);
+        out.push(ex.m_commit!(m, id));
+      }
+      return out;
+    };
+    expect(walk(built)).toEqual(walk(host));
+  });
+
+  it("vocab_ready refuses ids it cannot build a trie from", async () => {
+    const cases: [number, (trie: TokenTrie) => void][] = [
+      [-2, (tr) => (tr.tokOff[3] = 100)],
+      [-3, (tr) => (tr.tokKind[0] = 3)],
+      [-6, (tr) => (tr.trieIds[0] = 99)], // id out of range
+      [-6, (tr) => (tr.trieIds[0] = 7)], // a special token
+      [-6, (tr) => (tr.trieIds[1] = tr.trieIds[0]!)], // listed twice
+      [-7, (tr) => (tr.tokKind[7] = 0)], // a text token not listed
+      [-8, (tr) => ([tr.trieIds[0], tr.trieIds[1]] = [tr.trieIds[1]!, tr.trieIds[0]!])], // "A:" before "A"
+      [-8, (tr) => tr.trieIds.reverse()],
+    ];
+    for (const [code, corrupt] of cases) {
+      const ex = await writtenIds(corrupt);
+      expect(ex.vocab_ready!(), corrupt.toString()).toBe(code);
+      expect(ex.vocab_size!()).toBe(0);
+    }
   });
 
   it("masks, commit, done, rollback through the raw exports", async () => {
@@ -721,3 +781,27 @@ describe("vocabulary ABI", () => {
     await expect(Spec.load(wasm, { vocab: bad })).rejects.toThrow(/EOS id 5 is outside/);
   });
 });
+
+// ---- compatibility ------------------------------------------------------------------------------
+
+describe("a .wasm compiled before the runtime built the token trie itself", () => {
+  // tests/fixtures/wasm/react-trie-by-host.wasm: examples/react.agent compiled with the runtime of
+  // commit 716651b, which refuses vocab_alloc(…, 0 nodes, …); Spec.load then writes the trie.
+  it("loads with a real vocabulary and gives the masks of a fresh compile", async () => {
+    const oldBytes = readFileSync("tests/fixtures/wasm/react-trie-by-host.wasm");
+    expect((await instantiate(oldBytes)).vocab_alloc!(10, 0, 0, 0)).toBe(-1); // it is that old runtime
+    const vocab = await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama2"));
+    const old = await Spec.load(oldBytes, { vocab });
+    const fresh = await Spec.load(compileToWasm(compileSource(readFileSync("examples/react.agent", "utf8"), "examples/react.agent")), { vocab });
+    const a = old.matcher(), b = fresh.matcher();
+    const masks = (m: typeof a) => Array.from(m.maskView());
+    expect(masks(a)).toEqual(masks(b));
+    expect(masks(a).some((w) => w !== 0)).toBe(true);
+    for (const text of ["Thought: I should look it up.\n", "Action: ", "Search"]) {
+      a.feedText(text);
+      b.feedText(text);
+      expect(masks(a)).toEqual(masks(b));
+    }
+  });
+});
+
