@@ -2,13 +2,15 @@
  * The fast vocabulary load (bindings/tokenizer-json-scan.ts: merges skipped, pieces kept as file
  * bytes) against the plain one (JSON.parse, then fromTokenizerJsonObject) on every real tokenizer:
  * the same tokens, bytes, specials, EOS, family; the prepared file (bindings/prepared-vocab.ts)
- * round-trips and refuses damaged input; the trie order (bindings/token-order.ts) is the
- * comparison sort's.
+ * round-trips, reads older versions and refuses damaged input; the trie order
+ * (bindings/token-order.ts) is the comparison sort's, and an unsorted one is refused when attached.
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { Vocabulary, VocabularyError } from "../../bindings/vocab.js";
 import { sortTextTokens } from "../../bindings/token-order.js";
+import { Spec } from "../../bindings/spec.js";
+import { compileSource, compileToWasm } from "../../compiler/compile.js";
 import { TOKENIZER_NAMES, tokenizerJsonPath } from "../helpers/tokenizers.js";
 
 function expectSame(a: Vocabulary, b: Vocabulary): void {
@@ -48,6 +50,12 @@ describe("loading a vocabulary fast", () => {
     expectSame(await Vocabulary.fromTokenizerJson(new TextEncoder().encode(reordered)), Vocabulary.fromTokenizerJsonObject(json));
     const truncated = new TextEncoder().encode(reordered.slice(0, -100));
     await expect(Vocabulary.fromTokenizerJson(truncated)).rejects.toThrow(/is not JSON/);
+    // "model" twice: the later one counts, as in JSON.parse (the scan reads the first in place).
+    const text = readFileSync(tokenizerJsonPath("llama2"), "utf8");
+    const twice = new TextEncoder().encode(text.replace(/\}\s*$/, ', "model": 5 }'));
+    await expect(Vocabulary.fromTokenizerJson(twice)).rejects.toThrow(/not a Hugging Face tokenizer.json/);
+    const first = new TextEncoder().encode(text.replace(/^\{/, '{ "model": 5, '));
+    expectSame(await Vocabulary.fromTokenizerJson(first), Vocabulary.fromTokenizerJsonObject(json));
   });
 
   it("still reads a version-1 file (without added tokens)", async () => {
@@ -63,6 +71,40 @@ describe("loading a vocabulary fast", () => {
     const old = Vocabulary.fromPrepared(v1, "old.vocab");
     expectSame(old, Vocabulary.fromPrepared(v2));
     expect(old.tokenId("</s>")).toBeUndefined(); // special, and version 1 has no names for it
+  });
+
+  it("still reads a version-2 file (bytewise checksum)", async () => {
+    const v3 = (await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama2"))).toPrepared();
+    expect(new DataView(v3.buffer, v3.byteOffset).getUint16(4, true)).toBe(3);
+    const v2 = v3.slice();
+    const dv = new DataView(v2.buffer);
+    dv.setUint16(4, 2, true);
+    expect(() => Vocabulary.fromPrepared(v2)).toThrow(/checksum mismatch/); // the word checksum differs
+    let h = 0x811c9dc5;
+    for (let i = 36; i < v2.length; i++) h = Math.imul(h ^ v2[i]!, 0x01000193);
+    dv.setUint32(28, h >>> 0, true);
+    expectSame(Vocabulary.fromPrepared(v2, "old.vocab"), Vocabulary.fromPrepared(v3));
+  });
+
+  it("leaves an unsorted trie order to the runtime, which refuses it when it builds the trie", async () => {
+    const good = (await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama2"))).toPrepared();
+    const dv = new DataView(good.buffer, good.byteOffset);
+    const size = dv.getUint32(8, true), nEos = dv.getUint32(12, true);
+    const bad = good.slice();
+    const bdv = new DataView(bad.buffer);
+    const at = 36 + 4 * (nEos + size + 1); // order[0], order[1]: swapped, then sealed again
+    const [a, b] = [bdv.getUint32(at, true), bdv.getUint32(at + 4, true)];
+    bdv.setUint32(at, b, true);
+    bdv.setUint32(at + 4, a, true);
+    const words = new Uint32Array(bad.buffer, 36, (bad.length - 36) >>> 2);
+    let h = 0x811c9dc5;
+    for (const w of words) h = Math.imul(h ^ w, 0x01000193);
+    for (let i = 36 + 4 * words.length; i < bad.length; i++) h = Math.imul(h ^ bad[i]!, 0x01000193);
+    bdv.setUint32(28, h >>> 0, true);
+    const vocab = Vocabulary.fromPrepared(bad, "resealed.vocab"); // a permutation: the file itself is fine
+    const wasm = compileToWasm(compileSource(readFileSync("examples/react.agent", "utf8"), "examples/react.agent"));
+    await expect(Spec.load(wasm, { vocab })).rejects.toThrow(/cannot attach the vocabulary: the text-token ids are not sorted by their bytes/);
+    await expect(Spec.load(wasm, { vocab: Vocabulary.fromPrepared(good) })).resolves.toBeInstanceOf(Spec);
   });
 
   it("refuses a damaged prepared file, saying what is wrong", async () => {
