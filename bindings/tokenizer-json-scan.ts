@@ -116,19 +116,26 @@ export function scanTokenizerJson(bytes: Uint8Array): Record<string, unknown> | 
   try {
     let i = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
     const root: Record<string, unknown> = {};
+    // `model` is read member by member where it starts (walking past it first would walk the
+    // merges, most of the file: 30 of Gemma 3's 33 MB).
+    let model: Record<string, unknown> | undefined;
     i = members(bytes, ws(bytes, i), dec, (key, s, e) => {
-      if (key !== "model" || bytes[s] !== LBRACE) { root[key] = parse(s, e); return; }
-      const model: Record<string, unknown> = {};
+      root[key] = key === "model" && model ? model : parse(s, e);
+    }, (key, s) => {
+      if (key === "model") model = undefined; // a later "model" wins, as in JSON.parse
+      if (key !== "model" || bytes[s] !== LBRACE) return -1;
+      const m: Record<string, unknown> = {};
       let raw: RawVocab | undefined;
-      members(bytes, s, dec, (k, ms, me) => {
+      const end = members(bytes, s, dec, (k, ms, me) => {
         if (k === "merges") return;
-        model[k] = k === "vocab" && raw ? raw : parse(ms, me);
+        m[k] = k === "vocab" && raw ? raw : parse(ms, me);
       }, (k, ms) => {
-        if (k === "merges" && model["vocab"] !== undefined) return mergesEndAtTail(bytes, ms);
+        if (k === "merges" && m["vocab"] !== undefined) return mergesEndAtTail(bytes, ms);
         if (k === "vocab" && bytes[ms] === LBRACE) { const r = scanRawVocab(bytes, ms); raw = r.vocab; return r.end; }
         return -1;
       });
-      root[key] = model;
+      model = m;
+      return end;
     });
     if (ws(bytes, i) !== bytes.length) return undefined;
     return root;
