@@ -189,10 +189,11 @@ export class RawVocab {
 /** Scans the vocab object at `i`: its raw vocabulary and the index after it. */
 function scanRawVocab(b: Uint8Array, i: number): { vocab: RawVocab; end: number } {
   const n = b.length;
-  const starts: number[] = [];
-  const ends: number[] = [];
-  const ids: number[] = [];
-  const esc: number[] = [];
+  // Typed arrays grown by doubling: pushing 4 × 262k numbers onto plain arrays cost Gemma 3 55 ms.
+  let cap = 1 << 15;
+  let starts = new Uint32Array(cap), ends = new Uint32Array(cap), ids = new Uint32Array(cap), esc = new Uint8Array(cap);
+  const grow = <T extends Uint32Array | Uint8Array>(a: T): T => { const g = new (a.constructor as new (n: number) => T)(cap); g.set(a); return g; };
+  let count = 0;
   const sp = (j: number) => { for (let c = b[j]; c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = b[++j]); return j; };
   i = sp(i + 1);
   let max = -1;
@@ -207,9 +208,13 @@ function scanRawVocab(b: Uint8Array, i: number): { vocab: RawVocab; end: number 
         if (c === QUOTE) break;
         if (c === BACKSLASH) { e = 1; j++; }
       }
-      starts.push(i + 1);
-      ends.push(j);
-      esc.push(e);
+      if (count === cap) {
+        cap *= 2;
+        starts = grow(starts); ends = grow(ends); ids = grow(ids); esc = grow(esc);
+      }
+      starts[count] = i + 1;
+      ends[count] = j;
+      esc[count] = e;
       i = sp(j + 1);
       if (b[i] !== COLON) throw new Unexpected();
       i = sp(i + 1);
@@ -221,7 +226,7 @@ function scanRawVocab(b: Uint8Array, i: number): { vocab: RawVocab; end: number 
       if (i === start || i - start > 9 || (b[start] === 0x30 && i - start > 1)) throw new Unexpected();
       // An id beyond any vocabulary (the builder refuses those) must not size the arrays below.
       if (id >= SCAN_MAX_ID) throw new Unexpected();
-      ids.push(id);
+      ids[count++] = id;
       if (id > max) max = id;
       i = sp(i);
       if (b[i] === COMMA) { i = sp(i + 1); continue; }
@@ -234,7 +239,7 @@ function scanRawVocab(b: Uint8Array, i: number): { vocab: RawVocab; end: number 
   const escaped = new Uint8Array(max + 1);
   // An id twice: the later key wins, as when enumerating the parsed object. (A key twice keeps
   // both ids here where JSON.parse keeps the last; tokenizers never write one.)
-  for (let k = 0; k < ids.length; k++) {
+  for (let k = 0; k < count; k++) {
     const id = ids[k]!;
     start[id] = starts[k]!;
     end[id] = ends[k]!;
