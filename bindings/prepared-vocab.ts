@@ -8,8 +8,10 @@
  *
  *   u32 magic 0x56505053 ("SPPV") · u16 version 3 · u16 byte-order mark 0xFEFF · u32 size ·
  *   u32 nEos · u32 nText · u32 byteCount · u8 family (0 bytes, 1 byte-bpe, 2 sentencepiece) ·
- *   u8 addsPrefixSpace · u16 0 · u32 checksum (over everything after the header: FNV-1a's step
- *   on little-endian 32-bit words, then on the last 0–3 bytes; versions 1 and 2 stepped bytewise) ·
+ *   u8 addsPrefixSpace · u16 0 · u32 checksum (FNV-1a's step on little-endian 32-bit words over
+ *   the header but this word, then everything after it, then the last 0–3 bytes; versions 1 and 2
+ *   stepped bytewise over what follows the header only, so a flipped family or prefix flag there
+ *   went unnoticed: found by `npm run fuzz`) · u32 0 ·
  *   u32 eos[nEos] · u32 offsets[size + 1] · u32 order[nText] · u8 special[size] · u8 bytes[byteCount] ·
  *   u32 addedLen · u8 added[addedLen] (version 2: the tokenizer's added tokens as UTF-8 JSON
  *   `[[content, id], …]`, special ones included, so `(:token "<|im_end|>")` markers can be bound)
@@ -45,11 +47,16 @@ export function isPreparedVocabulary(data: Uint8Array): boolean {
   return data.length >= 4 && data[0] === 0x53 && data[1] === 0x50 && data[2] === 0x50 && data[3] === 0x56;
 }
 
-/** The payload checksum: FNV-1a bytewise (versions 1, 2), or on 32-bit words and then the tail (3). */
+/**
+ * The checksum: FNV-1a bytewise over the payload (versions 1, 2), or (3) on 32-bit words over the
+ * header but its checksum word, then the payload, then its last 0–3 bytes bytewise.
+ */
 function checksum(data: Uint8Array, from: number, version: number): number {
   let h = 0x811c9dc5;
   let i = from;
   if (version >= 3) {
+    const head = new DataView(data.buffer, data.byteOffset, HEADER);
+    for (let k = 0; k < HEADER; k += 4) if (k !== 28) h = Math.imul(h ^ head.getUint32(k, true), 0x01000193);
     const n = (data.length - from) >>> 2;
     const aligned = (data.byteOffset + from) % 4 === 0 && LITTLE_ENDIAN;
     const words = aligned ? new Uint32Array(data.buffer, data.byteOffset + from, n) : undefined;
@@ -59,6 +66,17 @@ function checksum(data: Uint8Array, from: number, version: number): number {
   }
   for (; i < data.length; i++) h = Math.imul(h ^ data[i]!, 0x01000193);
   return h >>> 0;
+}
+
+/**
+ * `data` (a prepared file, edited in place) with its checksum recomputed for the version it
+ * states: how the fuzzer and the tests make damaged files that only the deeper checks can catch.
+ */
+export function resealPrepared(data: Uint8Array): Uint8Array {
+  if (data.length < HEADER) return data;
+  const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  dv.setUint32(28, checksum(data, HEADER, dv.getUint16(4, true)), true);
+  return data;
 }
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
@@ -109,7 +127,7 @@ export function deserializePrepared(data: Uint8Array, name = "the prepared vocab
   const familyCode = data[24]!, prefix = data[25]!;
   if (size === 0) bad("no tokens");
   if (nText > size || nEos > size) bad("counts larger than the vocabulary");
-  if (familyCode >= FAMILIES.length || prefix > 1 || dv.getUint16(26, true) !== 0) bad("bad header flags");
+  if (familyCode >= FAMILIES.length || prefix > 1 || dv.getUint16(26, true) !== 0 || dv.getUint32(32, true) !== 0) bad("bad header flags");
   const body = HEADER + 4 * (nEos + size + 1 + nText) + size + byteCount;
   if (data.length < body + (version === 1 ? 0 : 4)) bad(`${data.length} bytes where the header says ${body}${version === 1 ? "" : " and more"} (truncated)`);
   const addedLen = version === 1 ? 0 : dv.getUint32(body, true);

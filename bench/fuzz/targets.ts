@@ -1,18 +1,19 @@
 /**
  * @fileoverview What the fuzzer feeds and what counts as a defect (issue 14). One target per front
  * end and loader: agent specs, GBNF grammars, JSON Schemas, AgentSpec rules, transcripts, compiled
- * .wasm files and tokenizer.json files. Each input comes from a seed (the shipped examples) by
+ * .wasm files, prepared vocabularies (`specc vocab`) and tokenizer.json files. Each input comes from a seed (the shipped examples) by
  * seeded byte-level mutations, so input `i` of a run is reproducible from the run's seed alone.
  *
  * An input is fine when it compiles (loads) or is refused with the front end's own error
  * (`SpecError`, `VocabularyError`); anything else thrown is a defect ("crash"), as is a .wasm that
- * loads although its bytes were damaged, or a mask that differs from the brute-force walk of the
- * loaded tables. Hangs and memory blow-ups are caught by the driver (run.ts), not here.
+ * (or prepared vocabulary) that loads although its bytes were damaged, or a mask that differs
+ * from the brute-force walk of the loaded tables and vocabulary. Hangs and memory blow-ups are caught by the driver (run.ts), not here.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Spec } from "../../bindings/spec.js";
 import { Vocabulary, VocabularyError } from "../../bindings/vocab.js";
+import { resealPrepared } from "../../bindings/prepared-vocab.js";
 import { compileGrammarSource, compileSource, compileToWasm, type Limits } from "../../compiler/compile.js";
 import { SpecError } from "../../compiler/diagnostics.js";
 import { decodeSource } from "../../compiler/frontend/parse.js";
@@ -175,8 +176,12 @@ async function loadWasm(b: Uint8Array, resealed: boolean): Promise<"ok" | "refus
   if (!resealed && !seedBytes.some((s) => s.length === b.length && s.every((x, i) => x === b[i]))) {
     throw new FuzzDefect("a damaged .wasm loaded (the seal did not catch it)");
   }
+  return checkMasks(spec);
+}
+
+/** Every state's mask (up to 400) against the brute-force walk of the loaded tables and vocabulary. */
+function checkMasks(spec: Spec): "ok" {
   if (spec.pushdown) return "ok";
-  // Every state's mask against the brute-force walk of the tables the binding parsed.
   const dfa = spec.dfa;
   const mem = new Uint8Array(spec.exports.memory.buffer);
   const total = new DataView(spec.exports.memory.buffer).getUint32(TABLE_BASE + 8, true);
@@ -187,9 +192,11 @@ async function loadWasm(b: Uint8Array, resealed: boolean): Promise<"ok" | "refus
     const got = spec.stateMask(s);
     const accepting = (dfa.flags[s]! & 1) !== 0;
     const yielding = (dfa.flags[s]! & 2) !== 0;
-    for (let id = 0; id < vocab.size; id++) {
+    for (let id = 0; id < spec.vocab!.size; id++) {
       const tb = bound.special[id] ? null : bound.bytes.subarray(bound.offsets[id]!, bound.offsets[id + 1]!);
-      const want = tb === null ? eos.has(id) && accepting : !yielding && tb.length > 0 && walkOk(dfa, s, tb);
+      // docs/abi.md, "Masks": EOS iff accepting, an empty text token always (only a hostile
+      // vocabulary has one), a non-empty one iff the walk of its bytes does not fail.
+      const want = tb === null ? eos.has(id) && accepting : tb.length === 0 || (!yielding && walkOk(dfa, s, tb));
       const have = ((got[id >> 5]! >>> (id & 31)) & 1) === 1;
       if (want !== have) throw new FuzzDefect(`mask of state ${s}, token ${id}: runtime ${have}, brute force ${want}`);
     }
@@ -246,6 +253,67 @@ export function makeResealedInput(seed: number, i: number): Uint8Array {
   return seal(w);
 }
 
+// ---- prepared vocabularies (specc vocab) --------------------------------------------------------
+
+let vocabSeeds: Uint8Array[] | undefined;
+function vocabSeedList(): Uint8Array[] {
+  return (vocabSeeds ??= [smallVocab().toPrepared(), ...tokenizerSeeds().map((b) => Vocabulary.fromTokenizerJsonObject(JSON.parse(dec.decode(b))).toPrepared())]);
+}
+
+/**
+ * Reads a prepared vocabulary and attaches it to examples/react.agent. A damaged file that loads
+ * is a defect (the checksum must catch it) unless `resealed` (damage, then the checksum made
+ * right again, as a hostile builder would): then loading may succeed, and attaching must either
+ * be refused by the runtime's checks or give every mask the brute-force walk gives.
+ */
+async function loadPrepared(b: Uint8Array, resealed: boolean): Promise<"ok" | "refused"> {
+  let v: Vocabulary;
+  try {
+    v = Vocabulary.fromPrepared(b, "fuzz.vocab");
+  } catch (e) {
+    if (e instanceof VocabularyError) return "refused";
+    throw e;
+  }
+  if (!resealed && !vocabSeedList().some((s) => s.length === b.length && s.every((x, i) => x === b[i]))) {
+    throw new FuzzDefect("a damaged prepared vocabulary loaded (the checksum did not catch it)");
+  }
+  let spec: Spec;
+  try {
+    spec = await Spec.load(wasmSeedList()[0]!.bytes, { vocab: v });
+  } catch (e) {
+    if (e instanceof Error && /^cannot attach the vocabulary/.test(e.message)) return "refused";
+    throw e;
+  }
+  return checkMasks(spec);
+}
+
+const preparedVocab: Target = {
+  name: "vocab",
+  get seeds() { return vocabSeedList(); },
+  dictionary: ["SPPV", "\u0003\u0000\u00ff\u00fe", "\u00ff\u00ff\u00ff\u00ff", "\u0000\u0000\u0000\u0000", "[[\"</s>\",2]]"],
+  run: (b) => loadPrepared(b, false),
+};
+
+/** Damage after the magic, then the checksum made right: the per-token checks must hold on their own. */
+const preparedVocabResealed: Target = {
+  name: "vocab-resealed",
+  get seeds() { return vocabSeedList(); },
+  dictionary: [],
+  run: (b) => loadPrepared(b, true),
+};
+
+/** Input `i` of the resealed vocabulary target: 1 to 4 byte changes past the magic, then resealed. */
+export function makeResealedVocabInput(seed: number, i: number): Uint8Array {
+  const r = seededRandom((seed * 9_000_011 + i) >>> 0);
+  const seeds = vocabSeedList();
+  const v = seeds[Math.floor(r() * seeds.length)]!.slice();
+  for (let k = 1 + Math.floor(r() * 4); k > 0; k--) {
+    const at = 8 + Math.floor(r() * (v.length - 8));
+    v[at] = r() < 0.5 ? v[at]! ^ (1 << Math.floor(r() * 8)) : Math.floor(r() * 256);
+  }
+  return resealPrepared(v);
+}
+
 const tokenizerSeeds = (): Uint8Array[] => {
   const tiny = {
     model: { type: "BPE", vocab: { a: 0, b: 1, "Ġ": 2, ab: 3 }, merges: ["a b"] },
@@ -277,11 +345,13 @@ const tokenizer: Target = {
   },
 };
 
-export const TARGETS: Target[] = [agent, gbnf, jsonschema, rules, trace, wasm, wasmResealed, tokenizer];
+export const TARGETS: Target[] = [agent, gbnf, jsonschema, rules, trace, wasm, wasmResealed, preparedVocab, preparedVocabResealed, tokenizer];
 
 /** Input `i` of target `t` in a run with `seed`. */
 export function inputOf(t: Target, seed: number, i: number): Uint8Array {
-  return t.name === "wasm-resealed" ? makeResealedInput(seed, i) : makeInput(t, seed, i);
+  if (t.name === "wasm-resealed") return makeResealedInput(seed, i);
+  if (t.name === "vocab-resealed") return makeResealedVocabInput(seed, i);
+  return makeInput(t, seed, i);
 }
 
 /** An input that takes longer than this to compile or be refused is a defect. */
