@@ -199,80 +199,68 @@ function checkTrie(): i32 {
  * Builds the trie from `trie_ids` (`vocab_alloc` with nodes = 0): one node per distinct prefix, in
  * DFS pre-order, as docs/abi.md describes it. The ids must be the text tokens, each once, sorted by
  * bytes (a token before every longer token it is a prefix of), which is what makes every entry end
- * at its own node. One pass over the tokens in trie order (random in id order, so the pass is
- * what costs): the node region is the last heap block while it is filled, so it grows and is
- * trimmed in place.
+ * at its own node. Two passes over the tokens in trie order (random in id order, which is what
+ * costs): the first checks and counts, the second fills a node region of exactly that size (a
+ * region grown while filling would double the memory: the heap grows it by at least its size).
  */
 function buildTrie(): i32 {
   const V = vocabSize;
-  let longest: u32 = 0; // bounds the depth: the path stack is sized before the pass
-  for (let id: u32 = 0; id < V; id++) {
-    const len = load<u32>(tokOffPtr + (<usize>(id + 1) << 2)) - load<u32>(tokOffPtr + (<usize>id << 2));
-    if (len > longest) longest = len;
-  }
   const seen = allocZero(((<usize>V + 31) >>> 5) << 2);
-  stackPtr = allocZero((<usize>longest + 1) << 2);
-  tagPtr = allocZero((<usize>longest + 1) << 2);
-  const path = stackPtr; // path[d] = the node at depth d on the current branch
-  let cap: u32 = nTrie + (nTrie >>> 1) + 16;
-  if (cap > MAX_NODES + 1) cap = MAX_NODES + 1;
-  let nodes = heap.alloc(<usize>cap * NODE);
-  let n: u32 = 1;
-  let depth: u32 = 0;
+  let count: u32 = 1;
   let md: u32 = 0;
   let po: u32 = 0;
   let pl: u32 = 0;
   for (let a: u32 = 0; a < nTrie; a++) {
     const id = load<u32>(trieIdsPtr + (<usize>a << 2));
-    if (id >= V || <u32>load<u8>(tokKindPtr + id) != K_TEXT) return failBuild(nodes, -6);
+    if (id >= V || <u32>load<u8>(tokKindPtr + id) != K_TEXT) return -6;
     const w = seen + (<usize>(id >>> 5) << 2);
     const bit: u32 = 1 << (id & 31);
-    if (load<u32>(w) & bit) return failBuild(nodes, -6);
+    if (load<u32>(w) & bit) return -6;
     store<u32>(w, load<u32>(w) | bit);
     const o = load<u32>(tokOffPtr + (<usize>id << 2));
     const len = load<u32>(tokOffPtr + (<usize>(id + 1) << 2)) - o;
     const l = commonPrefix(po, pl, o, len);
-    if (a > 0 && (l < len ? l < pl && load<u8>(tokBytesPtr + o + l) < load<u8>(tokBytesPtr + po + l) : len < pl)) return failBuild(nodes, -8);
-    if (<u64>n + len - l + 1 > <u64>cap) {
-      if (<u64>n + len - l > <u64>MAX_NODES) return failBuild(nodes, -9);
-      cap = max<u32>(n + len - l + 1, cap < (MAX_NODES >>> 1) ? cap << 1 : MAX_NODES + 1);
-      nodes = heap.realloc(nodes, <usize>cap * NODE);
-    }
-    for (; depth > l; depth--) store<u32>(nodes + <usize>load<u32>(path + (<usize>depth << 2)) * NODE, n, 4);
+    if (a > 0 && (l < len ? l < pl && load<u8>(tokBytesPtr + o + l) < load<u8>(tokBytesPtr + po + l) : len < pl)) return -8;
+    count += len - l;
+    if (count > MAX_NODES) return -9;
+    if (len > md) md = len;
+    po = o;
+    pl = len;
+  }
+  for (let id: u32 = 0; id < V; id++) {
+    if (<u32>load<u8>(tokKindPtr + id) == K_TEXT && !(load<u32>(seen + (<usize>(id >>> 5) << 2)) & (<u32>1 << (id & 31)))) return -7;
+  }
+  nNodes = count;
+  nodesPtr = allocZero((<usize>count + 1) * NODE);
+  maxDepth = md;
+  stackPtr = allocZero((<usize>md + 1) << 2);
+  tagPtr = allocZero((<usize>md + 1) << 2);
+  const path = stackPtr; // path[d] = the node at depth d on the current branch
+  let n: u32 = 1;
+  let depth: u32 = 0;
+  po = 0;
+  pl = 0;
+  for (let a: u32 = 0; a < nTrie; a++) {
+    const id = load<u32>(trieIdsPtr + (<usize>a << 2));
+    const o = load<u32>(tokOffPtr + (<usize>id << 2));
+    const len = load<u32>(tokOffPtr + (<usize>(id + 1) << 2)) - o;
+    const l = commonPrefix(po, pl, o, len);
+    for (; depth > l; depth--) store<u32>(nodesPtr + <usize>load<u32>(path + (<usize>depth << 2)) * NODE, n, 4);
     for (let d = l + 1; d <= len; d++) {
-      const p = nodes + <usize>n * NODE;
+      const p = nodesPtr + <usize>n * NODE;
       store<u32>(p, <u32>load<u8>(tokBytesPtr + o + d - 1) | (d << 8));
       store<u32>(p, a, 8);
       store<u32>(path + (<usize>d << 2), n);
       n++;
     }
     depth = len;
-    if (len > md) md = len;
     po = o;
     pl = len;
   }
-  for (let id: u32 = 0; id < V; id++) {
-    if (<u32>load<u8>(tokKindPtr + id) == K_TEXT && !(load<u32>(seen + (<usize>(id >>> 5) << 2)) & (<u32>1 << (id & 31)))) return failBuild(nodes, -7);
-  }
-  for (; depth > 0; depth--) store<u32>(nodes + <usize>load<u32>(path + (<usize>depth << 2)) * NODE, n, 4);
-  nodes = heap.realloc(nodes, (<usize>n + 1) * NODE); // trimmed in place (the last block)
-  store<u32>(nodes, 0); // the root: no byte, depth 0, its subtree is everything, tokens from 0
-  store<u32>(nodes, n, 4);
-  store<u32>(nodes, 0, 8);
-  const sentinel = nodes + <usize>n * NODE;
-  store<u32>(sentinel, 0);
-  store<u32>(sentinel, 0, 4);
-  store<u32>(sentinel, nTrie, 8);
-  nodesPtr = nodes;
-  nNodes = n;
-  maxDepth = md;
+  for (; depth > 0; depth--) store<u32>(nodesPtr + <usize>load<u32>(path + (<usize>depth << 2)) * NODE, n, 4);
+  store<u32>(nodesPtr, n, 4); // the root's subtree is everything
+  store<u32>(nodesPtr + <usize>n * NODE, nTrie, 8); // sentinel
   return 0;
-}
-
-/** A failed build gives its node block back (it is the last one) and returns the error code. */
-function failBuild(nodes: usize, code: i32): i32 {
-  heap.free(nodes);
-  return code;
 }
 
 /** Length of the common prefix of the token bytes at `a` (length `al`) and `b` (length `bl`). */
