@@ -803,5 +803,16 @@ describe("a .wasm compiled before the runtime built the token trie itself", () =
       expect(masks(a)).toEqual(masks(b));
     }
   });
+
+  it("building the trie in the runtime takes no more memory than writing it did (Llama 3, Gemma 3)", async () => {
+    const oldBytes = readFileSync("tests/fixtures/wasm/react-trie-by-host.wasm");
+    const freshBytes = compileToWasm(compileSource(readFileSync("examples/react.agent", "utf8"), "examples/react.agent"));
+    for (const name of ["llama3_1", "gemma3"] as const) {
+      const vocab = await Vocabulary.fromTokenizerJson(tokenizerJsonPath(name));
+      const built = (await Spec.load(freshBytes, { vocab })).exports.memory.buffer.byteLength;
+      const written = (await Spec.load(oldBytes, { vocab })).exports.memory.buffer.byteLength;
+      expect(built, name).toBeLessThanOrEqual(written);
+    }
+  });
 });
 
