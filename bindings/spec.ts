@@ -318,7 +318,7 @@ function attachVocabulary(ex: SpecExports, vocab: VocabularySource, vocabSize: n
   new Uint32Array(buf, ex.vocab_region(2), layout.tokOff.length).set(layout.tokOff);
   new Uint8Array(buf, ex.vocab_region(3), layout.tokBytes.length).set(layout.tokBytes);
   new Uint8Array(buf, ex.vocab_region(4), layout.tokKind.length).set(layout.tokKind);
-  const T0 = performance.now(); const r = ex.vocab_ready(); if (process.env.TIMING) console.log('vocab_ready', r, (performance.now() - T0).toFixed(1));
+  const r = ex.vocab_ready();
   if (r !== 0) throw new Error(`cannot attach the vocabulary: ${VOCAB_ERRORS[r] ?? `error ${r}`}`);
 }
 
