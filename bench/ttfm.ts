@@ -5,7 +5,8 @@
  * fresh process (what a decoder that starts up waits for; later calls in one process run warmer
  * code and vary more with garbage collection of earlier instances), XGrammar's after its module is
  * loaded, as specc's is after its modules are imported. Rounds alternate the measurements, and the
- * table gives each one's median (min–max). (`npm run bench` writes the same figures to RESULTS.md.)
+ * table gives each one's median (min–max). (`npm run bench` puts these figures in RESULTS.md too,
+ * one sample each, taken inside its long process.)
  *
  *   npm run bench:ttfm [-- --rounds 5 --vocabs llama3_1,gemma3]
  */

@@ -253,7 +253,10 @@ export function tokenLayout(vocab: VocabularySource, vocabSize = vocab.size): To
  * runtime (it builds the same trie from the sorted ids); this is for runtimes older than that.
  */
 export function buildTokenTrie(vocab: VocabularySource, vocabSize = vocab.size): TokenTrie {
-  const layout = tokenLayout(vocab, vocabSize);
+  return trieOver(tokenLayout(vocab, vocabSize));
+}
+
+function trieOver(layout: TokenLayout): TokenTrie {
   const { trieIds: order, tokOff: offsets, tokBytes: bytes } = layout;
   let textBytes = 0;
   for (let k = 0; k < order.length; k++) textBytes += offsets[order[k]! + 1]! - offsets[order[k]!]!;
@@ -308,7 +311,7 @@ const VOCAB_ERRORS: Record<number, string> = {
  */
 function attachVocabulary(ex: SpecExports, vocab: VocabularySource, vocabSize: number): void {
   const layout = tokenLayout(vocab, vocabSize);
-  const trie = ex.vocab_alloc(vocabSize, 0, layout.trieIds.length, layout.tokBytes.length) === 0 ? undefined : buildTokenTrie(vocab, vocabSize);
+  const trie = ex.vocab_alloc(vocabSize, 0, layout.trieIds.length, layout.tokBytes.length) === 0 ? undefined : trieOver(layout);
   if (trie && ex.vocab_alloc(vocabSize, trie.nNodes, trie.trieIds.length, trie.tokBytes.length) !== 0) {
     throw new Error(`cannot attach the vocabulary: ${VOCAB_ERRORS[-1]} (or it is too large: ${vocabSize} tokens, ${trie.nNodes} trie nodes, ${trie.tokBytes.length} bytes)`);
   }

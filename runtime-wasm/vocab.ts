@@ -134,6 +134,24 @@ export function vocab_region(k: i32): i32 {
   return load<u32>(nodesPtr + <usize>i * NODE, 8);
 }
 
+/** Sets `id`'s bit in the bitset `seen`; false when it was set already (an id listed twice). */
+// @ts-ignore: decorator
+@inline function markOnce(seen: usize, id: u32): bool {
+  const w = seen + (<usize>(id >>> 5) << 2);
+  const bit: u32 = 1 << (id & 31);
+  const had = load<u32>(w);
+  store<u32>(w, had | bit);
+  return (had & bit) == 0;
+}
+
+/** Whether every text token's bit is set in `seen` (none is missing from the trie). */
+function allTextSeen(seen: usize): bool {
+  for (let id: u32 = 0; id < vocabSize; id++) {
+    if (<u32>load<u8>(tokKindPtr + id) == K_TEXT && !(load<u32>(seen + (<usize>(id >>> 5) << 2)) & (<u32>1 << (id & 31)))) return false;
+  }
+  return true;
+}
+
 /** Validates a trie the host wrote (`vocab_alloc` with nodes ≥ 1): shape, ranges, spellings. */
 function checkTrie(): i32 {
   const V = vocabSize;
@@ -178,21 +196,14 @@ function checkTrie(): i32 {
     const end = nodeTok(i + 1);
     for (let a = nodeTok(i); a < end; a++) {
       const id = load<u32>(trieIdsPtr + (<usize>a << 2));
-      if (id >= V || <u32>load<u8>(tokKindPtr + id) != K_TEXT) { bad = true; break; }
-      const w = seen + (<usize>(id >>> 5) << 2);
-      const bit: u32 = 1 << (id & 31);
-      if (load<u32>(w) & bit) { bad = true; break; }
-      store<u32>(w, load<u32>(w) | bit);
+      if (id >= V || <u32>load<u8>(tokKindPtr + id) != K_TEXT || !markOnce(seen, id)) { bad = true; break; }
       const off = load<u32>(tokOffPtr + (<usize>id << 2));
       const len = load<u32>(tokOffPtr + (<usize>(id + 1) << 2)) - off;
       if (len != d || (d > 0 && memory.compare(tokBytesPtr + off, path, <usize>d) != 0)) { bad = true; break; }
     }
   }
   if (bad) return -6;
-  for (let id: u32 = 0; id < V; id++) {
-    if (<u32>load<u8>(tokKindPtr + id) == K_TEXT && !(load<u32>(seen + (<usize>(id >>> 5) << 2)) & (<u32>1 << (id & 31)))) return -7;
-  }
-  return 0;
+  return allTextSeen(seen) ? 0 : -7;
 }
 
 /**
@@ -214,11 +225,7 @@ function buildTrie(): i32 {
   let pl: u32 = 0;
   for (let a: u32 = 0; a < nt; a++) {
     const id = load<u32>(ids + (<usize>a << 2));
-    if (id >= V || <u32>load<u8>(kinds + id) != K_TEXT) return -6;
-    const w = seen + (<usize>(id >>> 5) << 2);
-    const bit: u32 = 1 << (id & 31);
-    if (load<u32>(w) & bit) return -6;
-    store<u32>(w, load<u32>(w) | bit);
+    if (id >= V || <u32>load<u8>(kinds + id) != K_TEXT || !markOnce(seen, id)) return -6;
     const o = load<u32>(off + (<usize>id << 2));
     const len = load<u32>(off + (<usize>(id + 1) << 2)) - o;
     const l = commonPrefix(bytes, po, pl, o, len);
@@ -229,9 +236,7 @@ function buildTrie(): i32 {
     po = o;
     pl = len;
   }
-  for (let id: u32 = 0; id < V; id++) {
-    if (<u32>load<u8>(kinds + id) == K_TEXT && !(load<u32>(seen + (<usize>(id >>> 5) << 2)) & (<u32>1 << (id & 31)))) return -7;
-  }
+  if (!allTextSeen(seen)) return -7;
   nNodes = count;
   const nodes = allocZero((<usize>count + 1) * NODE);
   nodesPtr = nodes;

@@ -156,6 +156,9 @@ function wasmSeedList(): { bytes: Uint8Array }[] {
   })).concat([{ bytes: compileToWasm(compileGrammarSource(readFileSync("examples/grammars/arithmetic.gbnf", "utf8"), "arithmetic.gbnf") as never) }]));
 }
 
+/** Whether `b` is byte for byte one of `seeds` (a mutation that changed nothing). */
+const isSeed = (seeds: Uint8Array[], b: Uint8Array): boolean => seeds.some((s) => s.length === b.length && s.every((x, i) => x === b[i]));
+
 /**
  * Loads a .wasm with the small vocabulary. A load of bytes that are not exactly a seed's is a
  * defect (the seal must catch every damage); `resealed` inputs (damage to the tables, then sealed
@@ -173,7 +176,7 @@ async function loadWasm(b: Uint8Array, resealed: boolean): Promise<"ok" | "refus
     throw e;
   }
   const seedBytes = wasmSeedList().map((s) => s.bytes);
-  if (!resealed && !seedBytes.some((s) => s.length === b.length && s.every((x, i) => x === b[i]))) {
+  if (!resealed && !isSeed(seedBytes, b)) {
     throw new FuzzDefect("a damaged .wasm loaded (the seal did not catch it)");
   }
   return checkMasks(spec);
@@ -274,7 +277,7 @@ async function loadPrepared(b: Uint8Array, resealed: boolean): Promise<"ok" | "r
     if (e instanceof VocabularyError) return "refused";
     throw e;
   }
-  if (!resealed && !vocabSeedList().some((s) => s.length === b.length && s.every((x, i) => x === b[i]))) {
+  if (!resealed && !isSeed(vocabSeedList(), b)) {
     throw new FuzzDefect("a damaged prepared vocabulary loaded (the checksum did not catch it)");
   }
   let spec: Spec;

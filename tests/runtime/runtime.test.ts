@@ -590,14 +590,18 @@ describe("vocabulary ABI", () => {
   const toyVocab = (): Vocabulary =>
     Vocabulary.fromTokenBytes([t("A"), t("A:"), t(":"), t("ab"), t(" "), t("B:"), t("B: x"), null, null, t("a"), t("ab"), t("é")], { eos: [8] });
 
-  /** A fresh instance with the toy vocabulary written (optionally corrupted) but not yet validated. */
-  async function written(corrupt?: (trie: TokenTrie) => void): Promise<Exports> {
+  /**
+   * A fresh instance with the toy vocabulary written (optionally corrupted) but not yet validated:
+   * the trie too, or (`idsOnly`) only the sorted token ids, from which `vocab_ready` builds it.
+   */
+  async function written(corrupt?: (trie: TokenTrie) => void, idsOnly = false): Promise<Exports> {
     const ex = await instantiate(wasm);
     const trie = buildTokenTrie(toyVocab());
     corrupt?.(trie);
-    expect(ex.vocab_alloc!(12, trie.nNodes, trie.trieIds.length, trie.tokBytes.length)).toBe(0);
+    expect(ex.vocab_alloc!(12, idsOnly ? 0 : trie.nNodes, trie.trieIds.length, trie.tokBytes.length)).toBe(0);
+    if (idsOnly) expect(ex.vocab_region!(0)).toBe(0); // no node region until the runtime builds it
     const buf = ex.memory.buffer;
-    new Uint32Array(buf, ex.vocab_region!(0), trie.nodes.length).set(trie.nodes);
+    if (!idsOnly) new Uint32Array(buf, ex.vocab_region!(0), trie.nodes.length).set(trie.nodes);
     new Uint32Array(buf, ex.vocab_region!(1), trie.trieIds.length).set(trie.trieIds);
     new Uint32Array(buf, ex.vocab_region!(2), trie.tokOff.length).set(trie.tokOff);
     new Uint8Array(buf, ex.vocab_region!(3), trie.tokBytes.length).set(trie.tokBytes);
@@ -656,20 +660,7 @@ describe("vocabulary ABI", () => {
     expect(ex.vocab_ready!()).toBe(-7);
   });
 
-  /** A fresh instance given only the sorted token ids (nodes = 0): `vocab_ready` builds the trie. */
-  async function writtenIds(corrupt?: (trie: TokenTrie) => void): Promise<Exports> {
-    const ex = await instantiate(wasm);
-    const trie = buildTokenTrie(toyVocab());
-    corrupt?.(trie);
-    expect(ex.vocab_alloc!(12, 0, trie.trieIds.length, trie.tokBytes.length)).toBe(0);
-    expect(ex.vocab_region!(0)).toBe(0); // no node region until the runtime builds it
-    const buf = ex.memory.buffer;
-    new Uint32Array(buf, ex.vocab_region!(1), trie.trieIds.length).set(trie.trieIds);
-    new Uint32Array(buf, ex.vocab_region!(2), trie.tokOff.length).set(trie.tokOff);
-    new Uint8Array(buf, ex.vocab_region!(3), trie.tokBytes.length).set(trie.tokBytes);
-    new Uint8Array(buf, ex.vocab_region!(4), trie.tokKind.length).set(trie.tokKind);
-    return ex;
-  }
+  const writtenIds = (corrupt?: (trie: TokenTrie) => void) => written(corrupt, true);
 
   it("vocab_ready builds the trie the bindings would write from the sorted ids alone", async () => {
     const trie = buildTokenTrie(toyVocab());
