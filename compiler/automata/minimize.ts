@@ -60,29 +60,32 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
   const inW = new Uint8Array((n + 1) * nSyms);
   const work: number[] = [];
   for (let b = 0; b < nB; b++) for (let a = 0; a < nSyms; a++) { inW[b * nSyms + a] = 1; work.push(b * nSyms + a); }
-  const touched: number[] = [];
-  const splitter: number[] = [];
+  // Preallocated scratch (emptying a JS array with `length = 0` frees its storage every time).
+  const touched = new Int32Array(n + 1);
+  const splitter = new Int32Array(n);
   while (work.length) {
     const w = work.pop()!;
     inW[w] = 0;
     const A = (w / nSyms) | 0;
     const a = w % nSyms;
-    splitter.length = 0;
-    for (let i = bStart[A]!; i < bEnd[A]!; i++) splitter.push(elems[i]!);
-    for (const t of splitter) {
+    let nSplit = 0, nTouched = 0;
+    for (let i = bStart[A]!; i < bEnd[A]!; i++) splitter[nSplit++] = elems[i]!;
+    for (let k = 0; k < nSplit; k++) {
+      const t = splitter[k]!;
       for (let j = invStart[a * n + t]!; j < invStart[a * n + t + 1]!; j++) {
         const s = inv[j]!;
         const b = blk[s]!;
         const pos = bStart[b]! + marked[b]!;
         if (loc[s]! < pos) continue; // already marked
-        if (marked[b] === 0) touched.push(b);
+        if (marked[b] === 0) touched[nTouched++] = b;
         const other = elems[pos]!;
         elems[loc[s]!] = other; loc[other] = loc[s]!;
         elems[pos] = s; loc[s] = pos;
         marked[b]!++;
       }
     }
-    for (const b of touched) {
+    for (let k = 0; k < nTouched; k++) {
+      const b = touched[k]!;
       const size = bEnd[b]! - bStart[b]!;
       if (marked[b] === size) { marked[b] = 0; continue; }
       const nb = nB++;
@@ -97,7 +100,6 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
         else if (!inW[smaller * nSyms + c]) { inW[smaller * nSyms + c] = 1; work.push(smaller * nSyms + c); }
       }
     }
-    touched.length = 0;
   }
   // Canonical numbering: BFS from the initial state over symbols in order; the sink gets none.
   const order = new Int32Array(nB).fill(-1);

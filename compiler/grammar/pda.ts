@@ -113,9 +113,10 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const callSeeds: Map<number, number[]>[] = [];
   const stateIds = new Map<string, number>();
   const seedMemo = new Map<string, number>();
+  const oneSeedMemo = new Map<number, number>(); // most seed sets are one item: no string key
   const stateOf = (seeds: readonly number[]): number => {
-    const skey = seeds.join(",");
-    const memo = seedMemo.get(skey);
+    const skey = seeds.length === 1 ? "" : seeds.join(",");
+    const memo = seeds.length === 1 ? oneSeedMemo.get(seeds[0]!) : seedMemo.get(skey);
     if (memo !== undefined) return memo;
     const all = new Set<number>();
     const calls = new Map<number, Set<number>>();
@@ -147,7 +148,8 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
         callSeeds.push(new Map(callList.map(([r, xs]) => [r, xs])));
       }
     }
-    seedMemo.set(skey, id);
+    if (seeds.length === 1) oneSeedMemo.set(seeds[0]!, id);
+    else seedMemo.set(skey, id);
     return id;
   };
 
@@ -156,18 +158,37 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const startOf = new Map<number, number>();
   const trans: number[] = [];
   const rawCalls: [number, number, number][][] = []; // [rule, start, ret]
+  // Per position, the byte classes it reads (most read one or a few of them).
+  const posClasses: number[][] = [];
+  for (let p = 0; p < P; p++) {
+    const cs: number[] = [];
+    for (let c = 0; c < nClasses; c++) if (posClass[p * nClasses + c]) cs.push(c);
+    posClasses.push(cs);
+  }
+  const bucket: (number[] | undefined)[] = new Array(nClasses).fill(undefined);
+  const used: number[] = [];
   for (let s = 0; s < kernels.length; s++) {
-    const kernel = kernels[s]!;
-    for (let c = 0; c < nClasses; c++) {
-      const seeds: number[] = [];
-      for (const it of kernel) {
-        const pos = it % P;
-        if (posClass[pos * nClasses + c]) seeds.push(it - pos + net.next[pos]!);
+    // The successors' seed items, bucketed by class; a kernel is sorted and an item's successor
+    // (same stack, next position) is unique to it, but two items may share one successor.
+    for (const it of kernels[s]!) {
+      const pos = it % P;
+      const succ = it - pos + net.next[pos]!;
+      for (const c of posClasses[pos]!) {
+        const b = bucket[c];
+        if (b === undefined) { bucket[c] = [succ]; used.push(c); }
+        else if (!b.includes(succ)) b.push(succ);
       }
-      if (seeds.length === 0) { trans.push(-1); continue; }
-      const uniq = [...new Set(seeds)].sort((a, b) => a - b);
-      trans.push(stateOf(uniq));
     }
+    const row = trans.length;
+    for (let c = 0; c < nClasses; c++) trans.push(-1);
+    if (used.length > 1) used.sort((a, b) => a - b); // states are numbered in class order, as before
+    for (const c of used) {
+      const seeds = bucket[c]!;
+      if (seeds.length > 1) seeds.sort((a, b) => a - b);
+      trans[row + c] = stateOf(seeds);
+      bucket[c] = undefined;
+    }
+    used.length = 0;
     const edges: [number, number, number][] = [];
     for (const [rule, rets] of callSeeds[s]!) {
       let start = startOf.get(rule);
@@ -180,16 +201,31 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const n = kernels.length;
 
   // Productive: can finish its machine (end, or a byte / a completed call into a productive state).
+  // A worklist over reversed edges (linear): a byte edge s→t makes s productive once t is; a call
+  // edge of s waits for both its start and its return state (`waiting` counts what is missing).
   const prod = new Uint8Array(n);
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (let s = 0; s < n; s++) {
-      if (prod[s]) continue;
-      let ok = accepting[s] === 1;
-      for (let c = 0; !ok && c < nClasses; c++) { const t = trans[s * nClasses + c]!; if (t >= 0 && prod[t]) ok = true; }
-      for (const [, st, rt] of rawCalls[s]!) if (!ok && prod[st] && prod[rt]) ok = true;
-      if (ok) { prod[s] = 1; changed = true; }
+  const byteRev: number[][] = Array.from({ length: n }, () => []);
+  const callWatch: number[][] = Array.from({ length: n }, () => []);
+  const callOwner: number[] = [];
+  const waiting: number[] = [];
+  for (let s = 0; s < n; s++) {
+    for (let c = 0; c < nClasses; c++) { const t = trans[s * nClasses + c]!; if (t >= 0) byteRev[t]!.push(s); }
+    for (const [, st, rt] of rawCalls[s]!) {
+      if (st < 0 || rt < 0) continue;
+      const e = callOwner.length;
+      callOwner.push(s);
+      waiting.push(st === rt ? 1 : 2);
+      callWatch[st]!.push(e);
+      if (rt !== st) callWatch[rt]!.push(e);
     }
+  }
+  const work: number[] = [];
+  const mark = (s: number) => { if (!prod[s]) { prod[s] = 1; work.push(s); } };
+  for (let s = 0; s < n; s++) if (accepting[s] === 1) mark(s);
+  while (work.length) {
+    const t = work.pop()!;
+    for (const s of byteRev[t]!) mark(s);
+    for (const e of callWatch[t]!) if (--waiting[e]! === 0) mark(callOwner[e]!);
   }
   if (!prod[initial]) return emptyLanguage(cfg);
   // Reachable through productive edges only.

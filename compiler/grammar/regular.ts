@@ -501,16 +501,25 @@ function emptyLanguage(cfg: Cfg, maxDepth: number): never {
 
 /** Merges byte classes whose columns are identical in every state (fewer table entries). */
 export function mergeClasses(d: GrammarDfa): GrammarDfa {
-  const ids = new Map<string, number>();
-  const newOf = new Int32Array(d.nClasses);
+  // Columns compared by a hash first, then element by element (no per-column string keys).
+  const { nStates, nClasses: k } = d;
+  const sameColumn = (a: number, b: number): boolean => {
+    for (let s = 0; s < nStates; s++) if (d.trans[s * k + a] !== d.trans[s * k + b]) return false;
+    return true;
+  };
+  const byHash = new Map<number, number[]>(); // column hash → kept classes
+  const newOf = new Int32Array(k);
   const keep: number[] = [];
-  for (let c = 0; c < d.nClasses; c++) {
-    const col: number[] = [];
-    for (let s = 0; s < d.nStates; s++) col.push(d.trans[s * d.nClasses + c]!);
-    const key = col.join(",");
-    let id = ids.get(key);
-    if (id === undefined) { id = keep.length; ids.set(key, id); keep.push(c); }
-    newOf[c] = id;
+  for (let c = 0; c < k; c++) {
+    let h = 0x811c9dc5;
+    for (let s = 0; s < nStates; s++) h = Math.imul(h ^ d.trans[s * k + c]!, 0x01000193);
+    let same = byHash.get(h);
+    if (!same) byHash.set(h, (same = []));
+    const twin = same.find((kc) => sameColumn(kc, c));
+    if (twin !== undefined) { newOf[c] = newOf[twin]!; continue; }
+    newOf[c] = keep.length;
+    keep.push(c);
+    same.push(c);
   }
   if (keep.length === d.nClasses) return d;
   const n = keep.length;
