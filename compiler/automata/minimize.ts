@@ -25,14 +25,18 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
     for (let a = 0; a < nSyms; a++) { const t = m.next(s, a); succ[s * nSyms + a] = t < 0 ? sink : t; }
   }
   for (let a = 0; a < nSyms; a++) succ[sink * nSyms + a] = sink;
-  // Inverse transitions in CSR form: for symbol a and target t, the sources.
+  // Inverse transitions in CSR form: for symbol a and target t, the sources. Edges into the sink
+  // are left out: the sink's block is a singleton of its own (its key is unique), so it never
+  // splits, and it is the one initial block Hopcroft may leave off the worklist (splitting by all
+  // other blocks of a complete automaton implies splitting by it). Most edges of a sparse
+  // automaton go to the sink, so this skips most of the work.
   const invCount = new Int32Array(nSyms * n + 1);
-  for (let s = 0; s < n; s++) for (let a = 0; a < nSyms; a++) invCount[a * n + succ[s * nSyms + a]! + 1]!++;
+  for (let s = 0; s < sink; s++) for (let a = 0; a < nSyms; a++) { const t = succ[s * nSyms + a]!; if (t !== sink) invCount[a * n + t + 1]!++; }
   for (let i = 1; i < invCount.length; i++) invCount[i]! += invCount[i - 1]!;
-  const invStart = invCount.slice();
-  const inv = new Int32Array(n * nSyms);
+  const invStart = invCount;
+  const inv = new Int32Array(invCount[nSyms * n]!);
   const fill = invCount.slice();
-  for (let s = 0; s < n; s++) for (let a = 0; a < nSyms; a++) inv[fill[a * n + succ[s * nSyms + a]!]!++] = s;
+  for (let s = 0; s < sink; s++) for (let a = 0; a < nSyms; a++) { const t = succ[s * nSyms + a]!; if (t !== sink) inv[fill[a * n + t]!++] = s; }
 
   // Partition structure.
   const elems = new Int32Array(n);
@@ -57,9 +61,18 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
     for (let b = 0; b < nB; b++) { bStart[b] = counts[b]!; counts[b + 1]! += counts[b]!; bEnd[b] = bStart[b]!; }
     for (let s = 0; s < n; s++) { const b = keyOf[s]!; blk[s] = b; loc[s] = bEnd[b]!; elems[bEnd[b]!++] = s; }
   }
+  // Whether some transition on `a` enters block B. A splitter without one splits nothing, so it
+  // is not queued: most blocks of a sparse automaton are entered on one or two symbols. Checked
+  // exactly for small blocks; a large block is assumed entered (queuing it is only work).
+  const entered = (B: number, a: number): boolean => {
+    if (bEnd[B]! - bStart[B]! > 8) return true;
+    for (let i = bStart[B]!; i < bEnd[B]!; i++) { const t = elems[i]!; if (invStart[a * n + t + 1]! > invStart[a * n + t]!) return true; }
+    return false;
+  };
   const inW = new Uint8Array((n + 1) * nSyms);
   const work: number[] = [];
-  for (let b = 0; b < nB; b++) for (let a = 0; a < nSyms; a++) { inW[b * nSyms + a] = 1; work.push(b * nSyms + a); }
+  const sinkBlk = blk[sink]!;
+  for (let b = 0; b < nB; b++) if (b !== sinkBlk) for (let a = 0; a < nSyms; a++) { inW[b * nSyms + a] = 1; work.push(b * nSyms + a); }
   // Preallocated scratch (emptying a JS array with `length = 0` frees its storage every time).
   const touched = new Int32Array(n + 1);
   const splitter = new Int32Array(n);
@@ -96,8 +109,8 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
       for (let i = bStart[nb]!; i < bEnd[nb]!; i++) blk[elems[i]!] = nb;
       const smaller = bEnd[nb]! - bStart[nb]! <= bEnd[b]! - bStart[b]! ? nb : b;
       for (let c = 0; c < nSyms; c++) {
-        if (inW[b * nSyms + c]) { inW[nb * nSyms + c] = 1; work.push(nb * nSyms + c); }
-        else if (!inW[smaller * nSyms + c]) { inW[smaller * nSyms + c] = 1; work.push(smaller * nSyms + c); }
+        if (inW[b * nSyms + c]) { if (entered(nb, c)) { inW[nb * nSyms + c] = 1; work.push(nb * nSyms + c); } }
+        else if (!inW[smaller * nSyms + c] && entered(smaller, c)) { inW[smaller * nSyms + c] = 1; work.push(smaller * nSyms + c); }
       }
     }
   }

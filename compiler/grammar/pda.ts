@@ -102,7 +102,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       const ns = next === END ? st : push(st, next);
       for (const e of net.entries[rule]!) add(ns * P + e);
     }, budget);
-    for (const r of calls.values()) r.sort((a, b) => a - b);
+    for (const [rule, r] of calls) calls.set(rule, [...new Set(r)].sort((a, b) => a - b));
     hit = { kernel, accept, calls };
     itemMemo.set(seed, hit);
     return hit;
@@ -110,7 +110,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
 
   const kernels: number[][] = [];
   const accepting: number[] = [];
-  const callSeeds: Map<number, number[]>[] = [];
+  const callSeeds: (readonly [number, number[]])[][] = [];
   const stateIds = new Map<string, number>();
   const seedMemo = new Map<string, number>();
   const oneSeedMemo = new Map<number, number>(); // most seed sets are one item: no string key
@@ -118,24 +118,34 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     const skey = seeds.length === 1 ? "" : seeds.join(",");
     const memo = seeds.length === 1 ? oneSeedMemo.get(seeds[0]!) : seedMemo.get(skey);
     if (memo !== undefined) return memo;
-    const all = new Set<number>();
-    const calls = new Map<number, Set<number>>();
+    let kernel: number[];
     let accept = false;
-    for (const s of seeds) {
-      const c = closeItem(s);
-      accept ||= c.accept;
-      for (const x of c.kernel) all.add(x);
-      for (const [r, rets] of c.calls) {
-        let set = calls.get(r);
-        if (!set) calls.set(r, (set = new Set()));
-        for (const x of rets) set.add(x);
+    let callList: (readonly [number, number[]])[];
+    if (seeds.length === 1) {
+      // One item: its closure is the state (kernel and returns already sorted and distinct).
+      const c = closeItem(seeds[0]!);
+      kernel = c.kernel;
+      accept = c.accept;
+      callList = [...c.calls.entries()].sort((a, b) => a[0] - b[0]);
+    } else {
+      const all = new Set<number>();
+      const calls = new Map<number, Set<number>>();
+      for (const s of seeds) {
+        const c = closeItem(s);
+        accept ||= c.accept;
+        for (const x of c.kernel) all.add(x);
+        for (const [r, rets] of c.calls) {
+          let set = calls.get(r);
+          if (!set) calls.set(r, (set = new Set()));
+          for (const x of rets) set.add(x);
+        }
       }
+      kernel = [...all].sort((a, b) => a - b);
+      callList = [...calls.entries()].sort((a, b) => a[0] - b[0]).map(([r, set]) => [r, [...set].sort((a, b) => a - b)] as const);
     }
     let id: number;
-    if (all.size === 0 && !accept && calls.size === 0) id = -1;
+    if (kernel.length === 0 && !accept && callList.length === 0) id = -1;
     else {
-      const kernel = [...all].sort((a, b) => a - b);
-      const callList = [...calls.entries()].sort((a, b) => a[0] - b[0]).map(([r, set]) => [r, [...set].sort((a, b) => a - b)] as const);
       const key = (accept ? "A" : "") + kernel.join(",") + "|" + callList.map(([r, xs]) => `${r}:${xs.join(",")}`).join(";");
       const known = stateIds.get(key);
       if (known !== undefined) id = known;
@@ -145,7 +155,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
         stateIds.set(key, id);
         kernels.push(kernel);
         accepting.push(accept ? 1 : 0);
-        callSeeds.push(new Map(callList.map(([r, xs]) => [r, xs])));
+        callSeeds.push(callList);
       }
     }
     if (seeds.length === 1) oneSeedMemo.set(seeds[0]!, id);
@@ -165,28 +175,53 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     for (let c = 0; c < nClasses; c++) if (posClass[p * nClasses + c]) cs.push(c);
     posClasses.push(cs);
   }
-  const bucket: (number[] | undefined)[] = new Array(nClasses).fill(undefined);
+  // Per class, which kernel items read it (a bit per item, for kernels of at most 31 items):
+  // classes with the same bits have the same successor, computed once. A position that reads
+  // most bytes (a string's characters) would otherwise build the same seed set per class.
+  const bits = new Int32Array(nClasses);
   const used: number[] = [];
+  const succOf = (it: number): number => { const pos = it % P; return it - pos + net.next[pos]!; };
+  const seedsOf = (kernel: readonly number[], m: number): number[] => {
+    const seeds: number[] = [];
+    for (let k = 0; m !== 0; k++, m >>>= 1) if (m & 1) { const x = succOf(kernel[k]!); if (!seeds.includes(x)) seeds.push(x); }
+    return seeds.length > 1 ? seeds.sort((a, b) => a - b) : seeds;
+  };
+  const bucket: (number[] | undefined)[] = new Array(nClasses).fill(undefined);
   for (let s = 0; s < kernels.length; s++) {
-    // The successors' seed items, bucketed by class; a kernel is sorted and an item's successor
-    // (same stack, next position) is unique to it, but two items may share one successor.
-    for (const it of kernels[s]!) {
-      const pos = it % P;
-      const succ = it - pos + net.next[pos]!;
-      for (const c of posClasses[pos]!) {
-        const b = bucket[c];
-        if (b === undefined) { bucket[c] = [succ]; used.push(c); }
-        else if (!b.includes(succ)) b.push(succ);
-      }
-    }
+    const kernel = kernels[s]!;
     const row = trans.length;
     for (let c = 0; c < nClasses; c++) trans.push(-1);
-    if (used.length > 1) used.sort((a, b) => a - b); // states are numbered in class order, as before
-    for (const c of used) {
-      const seeds = bucket[c]!;
-      if (seeds.length > 1) seeds.sort((a, b) => a - b);
-      trans[row + c] = stateOf(seeds);
-      bucket[c] = undefined;
+    if (kernel.length <= 31) {
+      for (let k = 0; k < kernel.length; k++) {
+        for (const c of posClasses[kernel[k]! % P]!) { if (bits[c] === 0) used.push(c); bits[c]! |= 1 << k; }
+      }
+      if (used.length > 1) used.sort((a, b) => a - b); // states are numbered in class order, as before
+      const seen: number[] = []; // [bits, state] pairs of this state's distinct successors
+      for (const c of used) {
+        const m = bits[c]!;
+        bits[c] = 0;
+        let i = 0;
+        while (i < seen.length && seen[i] !== m) i += 2;
+        if (i === seen.length) seen.push(m, stateOf(seedsOf(kernel, m)));
+        trans[row + c] = seen[i + 1]!;
+      }
+    } else {
+      // Large kernels: the successors' seed items bucketed by class.
+      for (const it of kernel) {
+        const x = succOf(it);
+        for (const c of posClasses[it % P]!) {
+          const b = bucket[c];
+          if (b === undefined) { bucket[c] = [x]; used.push(c); }
+          else if (!b.includes(x)) b.push(x);
+        }
+      }
+      if (used.length > 1) used.sort((a, b) => a - b);
+      for (const c of used) {
+        const seeds = bucket[c]!;
+        if (seeds.length > 1) seeds.sort((a, b) => a - b);
+        trans[row + c] = stateOf(seeds);
+        bucket[c] = undefined;
+      }
     }
     used.length = 0;
     const edges: [number, number, number][] = [];
