@@ -11,40 +11,28 @@
  * beyond the ones that keep reads inside the tables for arguments that come from the host.
  *
  * This file re-exports the entry points in docs/abi.md's order (the order of the wasm export
- * section). The modules, one responsibility each (runtime-wasm/README.md):
+ * section). The modules, one responsibility each, import one way only (runtime-wasm/README.md):
  * - layout.ts: the table layout (header fields, flags) and @inline table readers.
- * - tables.ts: instantiation (expand the transition rows, set up pushdown mode) and the table exports.
- * - matcher.ts: the scratch buffer, matcher records and the `m_*` exports.
- * - vocab.ts: the vocabulary (ABI 2) and the distinct-mask store (`intern`).
- * - masks.ts: token masks of DFA states (trie walks, budget walks) and the mask exports.
- * - pushdown.ts: pushdown mode (configurations, stack nodes, closure) for tables with a call table.
+ * - records.ts: the scratch buffer and the matcher records.
+ * - tables.ts: instantiation (expand the transition rows) and the mode-independent table exports.
+ * - vocab.ts: the vocabulary (ABI 2), mask words and the distinct-mask store (`intern`).
+ * - pairs.ts: (state, stack node) pairs: their hash and the pushdown mask cache's pair table.
+ * - pushdown.ts: pushdown mode (configurations, stack nodes, closure, the cache limit) for tables
+ *   with a call table; its start code sets the mode up after tables.ts's.
  * - pushdown-masks.ts: token masks in pushdown mode (per-state summaries, per-pair walks).
- *
- * tables.ts comes first: the start function then runs matcher.ts's allocations, then tables.ts's
- * expansion and pushdown set-up, in the order of the single-file runtime.
+ * - states.ts: the state exports (a DFA state, or a configuration id in pushdown mode).
+ * - masks.ts: token masks of DFA states (trie walks, budget walks) and the mask exports.
+ * - matcher.ts: the `m_*` exports.
+ * Each imports only files above it in this list.
  */
 
-export {
-  abi_version,
-  tables_ok,
-  buf_ptr,
-  buf_cap,
-  state_count,
-  class_count,
-  initial_state,
-  spec_count,
-  step,
-  state_flags,
-  state_spec,
-  state_env_next,
-  next_count,
-  next_at,
-  spec_marker_ptr,
-  spec_marker_len,
-  spec_name_ptr,
-  spec_name_len,
-  spec_flags,
-} from "./tables";
+export { abi_version, tables_ok } from "./tables";
+export { buf_ptr, buf_cap } from "./records";
+export { state_count, class_count } from "./tables";
+export { initial_state } from "./states";
+export { spec_count } from "./tables";
+export { step, state_flags, state_spec, state_env_next, next_count, next_at } from "./states";
+export { spec_marker_ptr, spec_marker_len, spec_name_ptr, spec_name_len, spec_flags } from "./tables";
 
 export {
   vocab_alloc,

@@ -15,7 +15,7 @@ import {
 import { transBase } from "./tables";
 import {
   NODE, allocZero, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr,
-  stackPtr, stateMaskPtr, tagPtr, trieIdsPtr, vocabPhase, walkTrans,
+  setBit, setRange, stackPtr, stateMaskPtr, tagPtr, trieIdsPtr, vocabPhase, walkTrans,
 } from "./vocab";
 import { cfInternal, pdaCacheCheck, pdaMode } from "./pushdown";
 import { pdaMaskOf, pdaPrecompute } from "./pushdown-masks";
@@ -33,19 +33,6 @@ let budgetMaskPtr: usize = 0;
 export let distPtr: usize = 0;
 let outPtr: usize = 0;
 let outCap: usize = 0;
-
-// @ts-ignore: decorator
-@inline export function setBit(out: usize, id: u32): void {
-  const w = out + (<usize>(id >>> 5) << 2);
-  store<u32>(w, load<u32>(w) | (<u32>1 << (id & 31)));
-}
-
-/** Set the bits of trie entries [a, b). */
-// @ts-ignore: decorator
-@inline export function setRange(out: usize, a: u32, b: u32): void {
-  const ids = trieIdsPtr;
-  for (; a < b; a++) setBit(out, load<u32>(ids + (<usize>a << 2)));
-}
 
 function setEos(out: usize, s: u32): void {
   if (flagsOf(s) & F_ACCEPTING) {

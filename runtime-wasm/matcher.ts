@@ -1,6 +1,6 @@
 /**
- * @fileoverview Matchers: the scratch buffer, the matcher records and the `m_*` exports of
- * docs/abi.md (part of specc's WebAssembly runtime; index.ts lists the modules).
+ * @fileoverview Matchers: the `m_*` exports of docs/abi.md over the records of records.ts (part
+ * of specc's WebAssembly runtime; index.ts lists the modules).
  *
  * A matcher is a REC-byte record (state, done, token counter, budget, rollback ring) in one
  * growable array; the hot paths (`m_feed`, `m_mask`, `m_commit`) are table loads with no
@@ -11,7 +11,9 @@ import {
   F_ACCEPTING, F_YIELD, H_CLASSMAP, H_INFO, H_INITIAL, H_NCLASSES, NONE16, flagsOf, hdr, info, next,
   region, specOf, validState,
 } from "./layout";
-import { state_spec, tables_ok, transBase } from "./tables";
+import { COUNT_MAX, HIST, R_BUDGET, R_COUNT, R_DONE, R_HIST, R_RING, rec, recNew } from "./records";
+import { tables_ok, transBase } from "./tables";
+import { state_spec } from "./states";
 import {
   K_EOS, K_TEXT, maskAddr, maskBytes, stateMaskPtr, tokBytesPtr, tokKindPtr, tokOffPtr, vocabPhase,
   vocabSize, zeroMask,
@@ -23,60 +25,13 @@ import {
 } from "./pushdown";
 import { pdaMaskOf } from "./pushdown-masks";
 
-// ---- Scratch buffer and matcher records ---------------------------------------------------------
-
-// @ts-ignore: decorator
-@inline export const BUF_CAP: i32 = 65536;
-
-/**
- * Matcher record, REC bytes (docs/abi.md): u32 state, u32 done (EOS committed), u32 tokens
- * committed in the current spec state (saturating at COUNT_MAX), u32 token budget (0 = none),
- * u32 history head (low 16 bits) | history length (high 16 bits), then a ring of HIST u32 entries
- * `state | count << 16 | done << 31`, one per committed token, for `m_rollback`.
- */
-// @ts-ignore: decorator
-@inline export const REC: usize = 52; // 20 B of state + an 8-entry rollback ring
-// @ts-ignore: decorator
-@inline export const R_DONE: usize = 4;
-// @ts-ignore: decorator
-@inline export const R_COUNT: usize = 8;
-// @ts-ignore: decorator
-@inline const R_BUDGET: usize = 12;
-// @ts-ignore: decorator
-@inline export const R_HIST: usize = 16;
-// @ts-ignore: decorator
-@inline export const R_RING: usize = 20;
-// @ts-ignore: decorator
-@inline export const HIST: u32 = 8;
-// @ts-ignore: decorator
-@inline export const COUNT_MAX: u32 = 0x7fff;
-
-export const bufPtr: usize = heap.alloc(<usize>BUF_CAP);
-/** The record array (read by pushdown.ts's compaction, which rewrites configuration ids in place). */
-export let recBase: usize = heap.alloc(16 * REC);
-let recCap: i32 = 16;
-export let recCount: i32 = 0;
-
-/** Address of matcher `m`'s record; traps on a handle `m_new` never returned (a host bug). */
-// @ts-ignore: decorator
-@inline function rec(m: i32): usize {
-  if (<u32>m >= <u32>recCount) unreachable();
-  return recBase + <usize>m * REC;
-}
-
 // ---- Exports: matchers ----------------------------------------------------------------------------
 
 /** A new matcher at the initial state; -1 when the module carries no (valid) tables. */
 export function m_new(): i32 {
   if (!tables_ok()) return -1;
-  if (recCount == recCap) {
-    recCap <<= 1;
-    recBase = heap.realloc(recBase, <usize>recCap * REC);
-  }
-  const m = recCount++;
-  const r = recBase + <usize>m * REC;
-  memory.fill(r, 0, REC);
-  store<u32>(r, pdaMode ? initialCfg : hdr(H_INITIAL));
+  const m = recNew();
+  store<u32>(rec(m), pdaMode ? initialCfg : hdr(H_INITIAL));
   return m;
 }
 

@@ -9,12 +9,12 @@
 import { H_NSTATES, hdr } from "./layout";
 import {
   NODE, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
-  maskStoreTruncate, maxDepth, nEos, nMasks, nNodes, nodesPtr, setMaskStore, zeroMask,
+  maxDepth, nEos, nMasks, nNodes, nodesPtr, setBit, setMaskStore, setRange,
 } from "./vocab";
-import { setBit, setRange } from "./masks";
+import { pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
 import {
   PDA_MAX_PAIRS, PDA_MAX_STACK, SET_BYTES, SF_ESCAPE, SK_READS, SYM_BASE, cfCount, cfLoad, cfRec,
-  hashPair, needOf, needSeen, pairPool, pdaAlive, pdaStep, pnDepth, setNeedSeen, stKind,
+  needOf, needSeen, pairPool, pdaAlive, pdaStep, pnDepth, setNeedSeen, stKind,
 } from "./pushdown";
 
 // Masks. A configuration's mask is the union of its pairs' masks (a byte step distributes over the
@@ -35,12 +35,6 @@ import {
 // Shared with the DFA mask code: the trie node layout (NODE, `setRange`), the distinct-mask arrays
 // and `intern` (whose index pdaGrowMasks re-allocates: pushdown masks are not bounded by nStates).
 
-// @ts-ignore: decorator
-@inline const EMPTY_KEY: u64 = 0xffffffffffffffff;
-/** Pair-mask cache entry: u64 pair, i32 mask index, u32 most pairs one closure of its walk visited. */
-// @ts-ignore: decorator
-@inline const PM_REC: usize = 16;
-
 /** Mask state (allocated on the first pushdown mask). */
 let pdaVocabReady: bool = false;
 let walkSets: usize = 0;
@@ -52,9 +46,6 @@ let frontCap: u32 = 0;
 let pairScratch: usize = 0;
 let cfgScratch: usize = 0;
 let maskCap: u32 = 0;
-let pmHt: usize = 0;
-let pmHtMask: u32 = 0;
-let pmCount: u32 = 0;
 let lastPairMax: u32 = 0;
 
 // ---- Pushdown masks ----
@@ -71,10 +62,7 @@ function pdaVocabInit(): void {
   frontScratch = heap.alloc(<usize>frontCap << 2);
   pairScratch = heap.alloc(maskBytes);
   cfgScratch = heap.alloc(maskBytes);
-  pmHt = heap.alloc(1024 * PM_REC);
-  for (let i: usize = 0; i < 1024; i++) store<u64>(pmHt + i * PM_REC, EMPTY_KEY);
-  pmHtMask = 1023;
-  pmCount = 0;
+  pairCacheInit();
   // The DFA path sizes the distinct-mask index for 2 × nStates + 1 masks; configurations and pairs
   // can need any number, so take it over with a growable copy.
   maskCap = 0;
@@ -106,27 +94,6 @@ function pdaGrowMasks(cap: u32): void {
 function pdaInternCopy(src: usize): i32 {
   if (nMasks + 1 > maskCap) pdaGrowMasks(maskCap << 1);
   return internCopy(src);
-}
-
-/**
- * Bytes the mask cache holds now (docs/abi.md "Cache limit"): every distinct mask but the
- * all-zero one (its words plus its pointer, hash and two index slots) and the pair-mask cache.
- */
-export function pdaMaskCacheBytes(): usize {
-  if (!pdaVocabReady) return 0;
-  return <usize>(nMasks - 1) * (maskBytes + 16) + <usize>pmCount * (PM_REC << 1);
-}
-
-/**
- * Clear the mask cache: the pair-mask cache and every distinct mask but the all-zero one (their
- * blocks are reused). The caller resets the configurations' cached mask indices (pushdown.ts).
- * Per-state summaries stay: they hold no stack node and no mask index.
- */
-export function pdaClearMasks(): void {
-  if (!pdaVocabReady) return;
-  for (let i: usize = 0; i <= <usize>pmHtMask; i++) store<u64>(pmHt + i * PM_REC, EMPTY_KEY);
-  pmCount = 0;
-  maskStoreTruncate(<u32>zeroMask + 1);
 }
 
 function pdaSetEos(out: usize): void {
@@ -237,16 +204,10 @@ function pdaWalk(out: usize, front: usize): u32 {
 
 /** The mask of the single pair `x` (cached); sets `lastPairMax` to the most pairs one of its closures visited. */
 function pdaPairMask(x: u64): i32 {
-  let pos = hashPair(x) & pmHtMask;
-  for (;;) {
-    const e = pmHt + <usize>pos * PM_REC;
-    const k = load<u64>(e);
-    if (k == EMPTY_KEY) break;
-    if (k == x) {
-      lastPairMax = load<u32>(e, 12);
-      return load<i32>(e, 8);
-    }
-    pos = (pos + 1) & pmHtMask;
+  const hit = pairCacheFind(x);
+  if (hit != 0) {
+    lastPairMax = load<u32>(hit, 12);
+    return load<i32>(hit, 8);
   }
   const q = <u32>(x >>> 32);
   const node = <u32>x;
@@ -269,33 +230,9 @@ function pdaPairMask(x: u64): i32 {
     maxc = pdaWalk(out, 0);
   }
   const idx = pdaInternCopy(out);
-  if ((pmCount + 1) << 1 > pmHtMask + 1) pdaGrowPairCache();
-  pos = hashPair(x) & pmHtMask;
-  while (load<u64>(pmHt + <usize>pos * PM_REC) != EMPTY_KEY) pos = (pos + 1) & pmHtMask;
-  const e = pmHt + <usize>pos * PM_REC;
-  store<u64>(e, x);
-  store<i32>(e, idx, 8);
-  store<u32>(e, maxc, 12);
-  pmCount++;
+  pairCacheAdd(x, idx, maxc);
   lastPairMax = maxc;
   return idx;
-}
-
-function pdaGrowPairCache(): void {
-  const old = pmHt;
-  const oldSize = <usize>pmHtMask + 1;
-  const size = oldSize << 1;
-  pmHt = heap.alloc(size * PM_REC);
-  for (let i: usize = 0; i < size; i++) store<u64>(pmHt + i * PM_REC, EMPTY_KEY);
-  pmHtMask = <u32>size - 1;
-  for (let i: usize = 0; i < oldSize; i++) {
-    const e = old + i * PM_REC;
-    const k = load<u64>(e);
-    if (k == EMPTY_KEY) continue;
-    let pos = hashPair(k) & pmHtMask;
-    while (load<u64>(pmHt + <usize>pos * PM_REC) != EMPTY_KEY) pos = (pos + 1) & pmHtMask;
-    memory.copy(pmHt + <usize>pos * PM_REC, e, PM_REC);
-  }
 }
 
 /** Distinct-mask index of configuration `c` (computed on first use). Needs a vocabulary. */

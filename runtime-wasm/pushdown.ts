@@ -12,10 +12,10 @@ import {
   F_ACCEPTING, H_CLASSMAP, H_INITIAL, H_NCLASSES, H_NSTATES, NONE16, TABLE_BASE, flagsOf, hdr,
   region,
 } from "./layout";
-import { transBase } from "./tables";
-import { COUNT_MAX, HIST, REC, R_COUNT, R_DONE, R_HIST, R_RING, recBase, recCount } from "./matcher";
+import { dropTables, transBase } from "./tables";
+import { COUNT_MAX, HIST, REC, R_COUNT, R_DONE, R_HIST, R_RING, recBase, recCount } from "./records";
 import { K_EOS, K_TEXT, allocZero, tokBytesPtr, tokOffPtr } from "./vocab";
-import { pdaClearMasks, pdaMaskCacheBytes } from "./pushdown-masks";
+import { hashPair, maskCacheBytes, maskCacheClear, mix } from "./pairs";
 
 // =================================================================================================
 // ---- Pushdown mode (table format 3 call table; docs/abi.md "Pushdown mode") ----------------------
@@ -140,19 +140,6 @@ let setB: usize = 0;
   needSeen = v;
 }
 
-// @ts-ignore: decorator
-@inline function mix(h: u32): u32 {
-  h ^= h >>> 16;
-  h *= 0x85ebca6b;
-  h ^= h >>> 13;
-  h *= 0xc2b2ae35;
-  return h ^ (h >>> 16);
-}
-
-// @ts-ignore: decorator
-@inline export function hashPair(x: u64): u32 {
-  return mix(<u32>x * 0x9e3779b1 + <u32>(x >>> 32));
-}
 
 // ---- Stack nodes ----
 
@@ -318,7 +305,7 @@ export function cfLoad(c: u32, set: usize): void {
 
 /** Bytes counted against the cache limit: stack nodes, configurations, masks, pair-mask cache. */
 export function pdaCacheBytes(): usize {
-  return pdaStructBytes() + pdaMaskCacheBytes();
+  return pdaStructBytes() + maskCacheBytes();
 }
 
 /**
@@ -332,7 +319,7 @@ export function pdaCacheBytes(): usize {
 }
 
 function pdaCollect(root: u32): u32 {
-  pdaClearMasks();
+  maskCacheClear();
   for (let c: u32 = 0; c < cfCount; c++) store<i32>(cfRec(c), -1, 8);
   nEvictions++;
   if (pdaStructBytes() > effLimit >> 1 || cfCount >= CF_GEN_MAX) {
@@ -827,3 +814,7 @@ export function cache_evictions(): i32 {
 export function cache_compactions(): i32 {
   return <i32>nCompactions;
 }
+
+// Instantiation, second step (tables.ts expanded the rows first: this file imports it): pushdown
+// mode from the call table; a malformed one makes the tables unusable.
+if (transBase != 0 && !pdaInit()) dropTables();

@@ -1,23 +1,17 @@
 /**
- * @fileoverview The tables at instantiation and the table exports of docs/abi.md (part of specc's
- * WebAssembly runtime; index.ts lists the modules).
+ * @fileoverview The tables at instantiation and the table exports of docs/abi.md that do not
+ * depend on the mode (part of specc's WebAssembly runtime; index.ts lists the modules).
  *
- * At instantiation the compressed transition rows are expanded into `transBase` and the call table
- * (if any) sets up pushdown mode; the exports read the header, the per-state info and the spec
- * records. In pushdown mode a "state" is a configuration id, so some exports defer to pushdown.ts.
- *
- * Start order: the top-level statements below run after matcher.ts's (the scratch buffer and the
- * record array, allocated first as in the single-file runtime) because this file imports matcher.ts
- * and index.ts re-exports this file first.
+ * At instantiation the compressed transition rows are expanded into `transBase`; pushdown.ts then
+ * sets up pushdown mode from the call table, if any (it imports this file, so its start code runs
+ * after this file's). The state exports, which answer for configurations in pushdown mode, are
+ * states.ts's.
  */
 
 import {
-  BOM, F_ACCEPTING, H_BOM, H_CLASSMAP, H_INITIAL, H_MAGIC, H_NCLASSES, H_NSPEC, H_NSTATES, H_SETS,
-  H_SPEC, H_TRANS, H_VERSION, MAGIC, NONE16, TABLE_BASE, VERSION, flagsOf, hdr, info, next, region,
-  specOf, validState,
+  BOM, H_BOM, H_MAGIC, H_NCLASSES, H_NSPEC, H_NSTATES, H_SPEC, H_TRANS, H_VERSION, MAGIC, NONE16,
+  TABLE_BASE, VERSION, hdr, region,
 } from "./layout";
-import { BUF_CAP, bufPtr } from "./matcher";
-import { cfAccepting, cfExternal, cfInternal, initialCfg, pdaInit, pdaMode, pdaStepExport } from "./pushdown";
 
 /**
  * The dense transition table u16[nStates × nClasses], expanded on the heap at instantiation from
@@ -70,14 +64,10 @@ function expandTrans(): usize {
   return dense;
 }
 transBase = expandTrans();
-if (transBase != 0 && !pdaInit()) transBase = 0;
 
-export function buf_ptr(): i32 {
-  return <i32>bufPtr;
-}
-
-export function buf_cap(): i32 {
-  return BUF_CAP;
+/** Marks the tables unusable (pushdown.ts, when the call table is malformed). */
+export function dropTables(): void {
+  transBase = 0;
 }
 
 export function state_count(): i32 {
@@ -88,63 +78,8 @@ export function class_count(): i32 {
   return <i32>hdr(H_NCLASSES);
 }
 
-export function initial_state(): i32 {
-  return pdaMode ? cfExternal(initialCfg) : <i32>hdr(H_INITIAL);
-}
-
 export function spec_count(): i32 {
   return <i32>hdr(H_NSPEC);
-}
-
-export function step(state: i32, byte: i32): i32 {
-  if (pdaMode) return pdaStepExport(state, byte);
-  if (!validState(state) || <u32>byte > 255) return -1;
-  const n = next(<u32>state, <u32>byte, hdr(H_NCLASSES), transBase, region(H_CLASSMAP));
-  return n == NONE16 ? -1 : <i32>n;
-}
-
-export function state_flags(state: i32): i32 {
-  if (pdaMode) {
-    const c = cfInternal(state);
-    return c >= 0 && cfAccepting(<u32>c) ? <i32>F_ACCEPTING : 0;
-  }
-  if (!validState(state)) return 0;
-  return <i32>flagsOf(<u32>state);
-}
-
-export function state_spec(state: i32): i32 {
-  if (pdaMode) return -1;
-  if (!validState(state)) return -1;
-  const v = specOf(<u32>state);
-  return v == NONE16 ? -1 : <i32>v;
-}
-
-export function state_env_next(state: i32): i32 {
-  if (pdaMode) return -1;
-  if (!validState(state)) return -1;
-  const v = <u32>load<u16>(info(<u32>state), 4);
-  return v == NONE16 ? -1 : <i32>v;
-}
-
-/** Absolute address of the nextMarkers set of `state` (`u16 count, u16 ids[count]`). */
-// @ts-ignore: decorator
-@inline function nextSet(state: u32): usize {
-  const idx = <usize>load<u16>(info(state), 6);
-  return TABLE_BASE + <usize>load<u32>(region(H_SETS) + (idx << 2));
-}
-
-export function next_count(state: i32): i32 {
-  if (pdaMode) return 0;
-  if (!validState(state)) return 0;
-  return <i32>load<u16>(nextSet(<u32>state));
-}
-
-export function next_at(state: i32, i: i32): i32 {
-  if (pdaMode) return -1;
-  if (!validState(state)) return -1;
-  const set = nextSet(<u32>state);
-  if (<u32>i >= <u32>load<u16>(set)) return -1;
-  return <i32>load<u16>(set + 2 + (<usize>i << 1));
 }
 
 /** Field `k` (0..4) of spec state `i`'s record, or `dflt` for an out-of-range `i`. */

@@ -369,6 +369,21 @@ export function vocab_max_depth(): i32 {
   return vocabPhase == 2 ? <i32>maxDepth : 0;
 }
 
+// ---- Mask words: bit `id & 31` of word `id >> 5` ----
+
+// @ts-ignore: decorator
+@inline export function setBit(out: usize, id: u32): void {
+  const w = out + (<usize>(id >>> 5) << 2);
+  store<u32>(w, load<u32>(w) | (<u32>1 << (id & 31)));
+}
+
+/** Set the bits of trie entries [a, b) (their token ids, `trieIdsPtr`). */
+// @ts-ignore: decorator
+@inline export function setRange(out: usize, a: u32, b: u32): void {
+  const ids = trieIdsPtr;
+  for (; a < b; a++) setBit(out, load<u32>(ids + (<usize>a << 2)));
+}
+
 // ---- Distinct-mask store (sized by vocab_ready; filled by `intern`) ----
 
 /**
