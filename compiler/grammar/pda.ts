@@ -168,61 +168,70 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const startOf = new Map<number, number>();
   const trans: number[] = [];
   const rawCalls: [number, number, number][][] = []; // [rule, start, ret]
-  // Per position, the byte classes it reads (most read one or a few of them).
-  const posClasses: number[][] = [];
-  for (let p = 0; p < P; p++) {
-    const cs: number[] = [];
-    for (let c = 0; c < nClasses; c++) if (posClass[p * nClasses + c]) cs.push(c);
-    posClasses.push(cs);
+  // Per position, the id of the list of byte classes it reads; positions reading the same bytes
+  // share one list.
+  const classLists: number[][] = [];
+  const listOfPos = new Int32Array(P);
+  {
+    const ids = new Map<string, number>();
+    for (let p = 0; p < P; p++) {
+      const cs: number[] = [];
+      for (let c = 0; c < nClasses; c++) if (posClass[p * nClasses + c]) cs.push(c);
+      const key = cs.join(",");
+      let id = ids.get(key);
+      if (id === undefined) { id = classLists.length; ids.set(key, id); classLists.push(cs); }
+      listOfPos[p] = id;
+    }
   }
-  // Per class, which kernel items read it (a bit per item, for kernels of at most 31 items):
-  // classes with the same bits have the same successor, computed once. A position that reads
-  // most bytes (a string's characters) would otherwise build the same seed set per class.
-  const bits = new Int32Array(nClasses);
+  // Per class, which kernel items read it (a bitset over the kernel, W words per class): classes
+  // with the same bits have the same successor, computed once. A position that reads most bytes
+  // (a string's characters) would otherwise build the same seed set once per class.
+  let bits = new Int32Array(nClasses);
   const used: number[] = [];
   const succOf = (it: number): number => { const pos = it % P; return it - pos + net.next[pos]!; };
-  const seedsOf = (kernel: readonly number[], m: number): number[] => {
-    const seeds: number[] = [];
-    for (let k = 0; m !== 0; k++, m >>>= 1) if (m & 1) { const x = succOf(kernel[k]!); if (!seeds.includes(x)) seeds.push(x); }
-    return seeds.length > 1 ? seeds.sort((a, b) => a - b) : seeds;
-  };
-  const bucket: (number[] | undefined)[] = new Array(nClasses).fill(undefined);
   for (let s = 0; s < kernels.length; s++) {
     const kernel = kernels[s]!;
+    const W = (kernel.length + 31) >>> 5;
+    if (bits.length < nClasses * W) bits = new Int32Array(nClasses * W);
     const row = trans.length;
     for (let c = 0; c < nClasses; c++) trans.push(-1);
-    if (kernel.length <= 31) {
-      for (let k = 0; k < kernel.length; k++) {
-        for (const c of posClasses[kernel[k]! % P]!) { if (bits[c] === 0) used.push(c); bits[c]! |= 1 << k; }
-      }
-      if (used.length > 1) used.sort((a, b) => a - b); // states are numbered in class order, as before
-      const seen: number[] = []; // [bits, state] pairs of this state's distinct successors
-      for (const c of used) {
-        const m = bits[c]!;
-        bits[c] = 0;
-        let i = 0;
-        while (i < seen.length && seen[i] !== m) i += 2;
-        if (i === seen.length) seen.push(m, stateOf(seedsOf(kernel, m)));
-        trans[row + c] = seen[i + 1]!;
-      }
-    } else {
-      // Large kernels: the successors' seed items bucketed by class.
-      for (const it of kernel) {
-        const x = succOf(it);
-        for (const c of posClasses[it % P]!) {
-          const b = bucket[c];
-          if (b === undefined) { bucket[c] = [x]; used.push(c); }
-          else if (!b.includes(x)) b.push(x);
-        }
-      }
-      if (used.length > 1) used.sort((a, b) => a - b);
-      for (const c of used) {
-        const seeds = bucket[c]!;
-        if (seeds.length > 1) seeds.sort((a, b) => a - b);
-        trans[row + c] = stateOf(seeds);
-        bucket[c] = undefined;
+    // The kernel's items as bitsets per class list (a kernel holds few distinct lists), then
+    // each list's bits OR-ed into the classes it reads.
+    const lists: number[] = [];
+    const listBits: number[] = [];
+    for (let k = 0; k < kernel.length; k++) {
+      const l = listOfPos[kernel[k]! % P]!;
+      let j = lists.indexOf(l);
+      if (j < 0) { j = lists.length; lists.push(l); for (let w = 0; w < W; w++) listBits.push(0); }
+      listBits[j * W + (k >>> 5)]! |= 1 << (k & 31);
+    }
+    for (let j = 0; j < lists.length; j++) {
+      for (const c of classLists[lists[j]!]!) {
+        let fresh = true;
+        for (let w = 0; w < W; w++) { if (bits[c * W + w] !== 0) fresh = false; bits[c * W + w]! |= listBits[j * W + w]!; }
+        if (fresh) used.push(c);
       }
     }
+    if (used.length > 1) used.sort((a, b) => a - b); // states are numbered in class order, as before
+    const groups: number[] = []; // per distinct successor: its first class, then its state
+    for (const c of used) {
+      let g = 0;
+      for (; g < groups.length; g += 2) {
+        const o = groups[g]! * W;
+        let same = true;
+        for (let w = 0; w < W && same; w++) same = bits[o + w] === bits[c * W + w];
+        if (same) break;
+      }
+      if (g === groups.length) {
+        const seeds: number[] = [];
+        for (let k = 0; k < kernel.length; k++) {
+          if ((bits[c * W + (k >>> 5)]! >>> (k & 31)) & 1) { const x = succOf(kernel[k]!); if (!seeds.includes(x)) seeds.push(x); }
+        }
+        groups.push(c, stateOf(seeds.length > 1 ? seeds.sort((a, b) => a - b) : seeds));
+      }
+      trans[row + c] = groups[g + 1]!;
+    }
+    for (const c of used) bits.fill(0, c * W, c * W + W);
     used.length = 0;
     const edges: [number, number, number][] = [];
     for (const [rule, rets] of callSeeds[s]!) {
