@@ -351,12 +351,12 @@ export async function benchSpecc(c: PreparedCase, o: CaseOptions): Promise<CaseR
   };
 }
 
-/** Bytes of one matcher record in the runtime's linear memory (runtime-wasm/matcher.ts, REC). */
+/** Bytes of one matcher record in the runtime's linear memory (runtime-wasm/records.ts, REC). */
 export const MATCHER_RECORD_BYTES = readRecordBytes();
 
 function readRecordBytes(): number {
   try {
-    const src = readFileSync(join(repoRoot(), "runtime-wasm", "matcher.ts"), "utf8");
+    const src = readFileSync(join(repoRoot(), "runtime-wasm", "records.ts"), "utf8");
     const m = /const REC: usize = (\d+);/.exec(src);
     if (m) return Number(m[1]);
   } catch { /* not in the repository */ }
