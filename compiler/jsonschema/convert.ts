@@ -64,6 +64,12 @@ const HANDLED = new Set(["type", "enum", "const", "properties", "required", "add
   "minContains", "maxContains", "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
   "unevaluatedItems", "$dynamicRef", "$recursiveRef"]);
 
+/** The keywords beside a `$ref` that constrain (annotations and unknown keywords left out), or undefined. */
+function refSiblings(s: Record<string, unknown>): Record<string, unknown> | undefined {
+  const keys = Object.keys(s).filter((k) => k !== "$ref" && !ANNOTATIONS.has(k) && HANDLED.has(k));
+  return keys.length ? Object.fromEntries(keys.map((k) => [k, s[k]])) : undefined;
+}
+
 type Schema = boolean | Record<string, unknown>;
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -107,7 +113,6 @@ function typeOfValue(v: unknown): JType {
 class Converter {
   private readonly rules = new Map<string, string>();
   private readonly refRules = new Map<string, string>();
-  private readonly inProgress = new Set<string>();
   private n = 0;
   readonly warnings: SpecError[] = [];
 
@@ -214,20 +219,21 @@ class Converter {
     return new Set(list as JType[]);
   }
 
+  /**
+   * A `$ref` as a rule, one per target (and per set of sibling keywords: draft 2019+ applies them
+   * too, merged with the target), defined before its body is expanded so that recursive
+   * references, merged ones included, come back to the same rule.
+   */
   private ref(s: Record<string, unknown>, ptr: string): string {
-    const target = s["$ref"] as string;
-    const others = Object.keys(s).filter((k) => k !== "$ref" && !ANNOTATIONS.has(k) && HANDLED.has(k));
-    if (others.length) {
-      // Draft 2019+ applies $ref's siblings too: merge them with the target.
-      return this.expr(this.merge(Object.fromEntries(others.map((k) => [k, s[k]])), this.deref(s, ptr), ptr, ptr), ptr);
-    }
-    const tptr = this.resolve(target, `${ptr}/$ref`);
-    let name = this.refRules.get(tptr);
+    const tptr = this.resolve(s["$ref"] as string, `${ptr}/$ref`);
+    const siblings = refSiblings(s);
+    const key = siblings ? `${tptr} ${JSON.stringify(siblings)}` : tptr;
+    let name = this.refRules.get(key);
     if (name === undefined) {
       name = this.fresh();
-      this.refRules.set(tptr, name);
+      this.refRules.set(key, name);
       this.rules.set(name, "");
-      this.rules.set(name, this.expr(this.at(tptr, `${ptr}/$ref`), tptr));
+      this.rules.set(name, siblings ? this.expr(this.deref(s, ptr), ptr) : this.expr(this.at(tptr, `${ptr}/$ref`), tptr));
     }
     return name;
   }
@@ -258,15 +264,28 @@ class Converter {
     return v;
   }
 
-  /** The schema a `$ref` stands for (followed to a non-$ref schema), for merging. */
-  private deref(s: unknown, ptr: string, depth = 0): Schema {
-    if (isObj(s) && typeof s["$ref"] === "string" && depth < 32) {
-      const p = this.resolve(s["$ref"], `${ptr}/$ref`);
-      if (this.inProgress.has(p)) throw this.error("E0903", "a recursive $ref inside allOf/anyOf with sibling keywords cannot be merged", ptr);
-      return this.deref(this.at(p, ptr), p, depth + 1);
+  /**
+   * The schema `s` stands for, for merging: its `$ref` chain followed (iteratively) to a schema
+   * without one, and the sibling keywords met on the way merged into it (`$ref` with siblings is
+   * their allOf). A chain that comes back to a pointer it passed never reaches a schema: E0905.
+   */
+  private deref(s: unknown, ptr: string): Schema {
+    const chain: { siblings: Record<string, unknown>; ptr: string }[] = [];
+    const seen = new Set<string>();
+    let cur = s, curPtr = ptr;
+    while (isObj(cur) && typeof cur["$ref"] === "string") {
+      const p = this.resolve(cur["$ref"], `${curPtr}/$ref`);
+      if (seen.has(p)) throw this.error("E0905", `the $ref chain ${[...seen, p].map((x) => `#${x}`).join(" → ")} never reaches a schema`, `${curPtr}/$ref`);
+      seen.add(p);
+      const siblings = refSiblings(cur);
+      if (siblings) chain.push({ siblings, ptr: curPtr });
+      cur = this.at(p, `${curPtr}/$ref`);
+      curPtr = p;
     }
-    if (typeof s === "boolean" || isObj(s)) return s;
-    throw this.error("E0903", "a schema is an object or a boolean", ptr);
+    if (typeof cur !== "boolean" && !isObj(cur)) throw this.error("E0903", "a schema is an object or a boolean", curPtr);
+    let acc: Schema = cur;
+    for (let i = chain.length - 1; i >= 0; i--) acc = this.merge(chain[i]!.siblings, acc, chain[i]!.ptr, curPtr);
+    return acc;
   }
 
   private mergeAll(s: Record<string, unknown>, ptr: string): Schema {

@@ -138,6 +138,12 @@ describe("instance verdicts agree with ajv", () => {
     { schema: { anyOf: [{ type: "string" }, { type: "array", items: { $ref: "#" } }] }, texts: ['"x"', '["x",["y",[]]]', "[1]", "null"] },
     { schema: { allOf: [{ type: "object", properties: { a: { type: "integer" } }, required: ["a"] }, { properties: { b: { type: "string" } }, required: ["b"] }] }, texts: ['{"a":1,"b":"x"}', '{"a":1}', '{"b":"x"}'] },
     { schema: { oneOf: [{ type: "integer" }, { type: "string" }] }, texts: ["1", '"1"', "1.5", "true"] },
+    // $ref with sibling keywords (their allOf): in allOf and anyOf branches, along a $ref chain,
+    // and recursive (`npm run fuzz` found the recursive case overflowing the stack).
+    { schema: { allOf: [{ $ref: "#/$defs/x", minimum: 3 }], $defs: { x: { type: "integer" } } }, texts: ["2", "3", "7", '"3"'] },
+    { schema: { anyOf: [{ $ref: "#/$defs/x", maxLength: 2 }, { type: "integer" }], $defs: { x: { type: "string" } } }, texts: ['"ab"', '"abc"', "5", "true"] },
+    { schema: { $ref: "#/$defs/a", $defs: { a: { $ref: "#/$defs/b", minimum: 2 }, b: { type: "integer", maximum: 5 } } }, texts: ["1", "2", "5", "6"] },
+    { schema: { type: "object", properties: { v: { type: "integer" }, next: { $ref: "#", required: ["v"] } } }, texts: ["{}", '{"v":1}', '{"next":{"v":2}}', '{"next":{}}', '{"next":{"v":1,"next":{"v":2,"next":{}}}}', '{"next":{"v":1,"next":{"v":2,"next":{"v":3}}}}'] },
   ];
   for (const { schema, texts } of cases) {
     it(JSON.stringify(schema).slice(0, 90), async () => {
@@ -198,6 +204,9 @@ describe("diagnostics", () => {
     expect(code('{"type": "object",}')).toBe("E0901");
     expect(code('{"type": "strnig"}')).toBe("E0903");
     expect(code('{"$ref": "#/$defs/missing"}')).toBe("E0905");
+    // A $ref chain that comes back to itself never reaches a schema (found by `npm run fuzz`: it
+    // overflowed the stack; the fixture tests/fixtures/fuzz/jsonschema-4ad1b87b3345.bin).
+    expect(code('{"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b", "required": ["x"]}, "b": {"$ref": "#/$defs/a"}}}')).toBe("E0905");
     expect(code("false")).toBe("E0904");
     expect(code('{"type": "integer", "minimum": 5, "maximum": 4}')).toBe("E0904");
     expect(code('{"type": "object", "required": ["a"], "additionalProperties": false}')).toBe("E0904");
