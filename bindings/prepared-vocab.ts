@@ -6,16 +6,19 @@
  * EOS ids, the order being a permutation of the text tokens, and a checksum over the payload.
  * Layout (little-endian, every array 4-byte aligned):
  *
- *   u32 magic 0x56505053 ("SPPV") · u16 version 3 · u16 byte-order mark 0xFEFF · u32 size ·
+ *   u32 magic 0x56505053 ("SPPV") · u16 version 4 · u16 byte-order mark 0xFEFF · u32 size ·
  *   u32 nEos · u32 nText · u32 byteCount · u8 family (0 bytes, 1 byte-bpe, 2 sentencepiece) ·
- *   u8 addsPrefixSpace · u16 0 · u32 checksum (FNV-1a's step on little-endian 32-bit words over
- *   the header but this word, then everything after it, then the last 0–3 bytes; versions 1 and 2
- *   stepped bytewise over what follows the header only, so a flipped family or prefix flag there
- *   went unnoticed: found by `npm run fuzz`) · u32 0 ·
+ *   u8 addsPrefixSpace · u16 0 · u32 checksum (FNV-1a's step, each followed by `h ^= h >>> 15`,
+ *   on little-endian 32-bit words over the header but this word, then everything after it, then
+ *   the last 0–3 bytes; versions 1 and 2 stepped bytewise over what follows the header only, so a
+ *   flipped family or prefix flag there went unnoticed; version 3 had no `h >>> 15`, so damage to
+ *   a word's high bits reached only the hash's top bits: both found by `npm run fuzz`) · u32 0 ·
  *   u32 eos[nEos] · u32 offsets[size + 1] · u32 order[nText] · u8 special[size] · u8 bytes[byteCount] ·
  *   u32 addedLen · u8 added[addedLen] (version 2: the tokenizer's added tokens as UTF-8 JSON
  *   `[[content, id], …]`, special ones included, so `(:token "<|im_end|>")` markers can be bound)
- * Version 1 files (no added tokens) and version 2 files (bytewise checksum) are still read.
+ * Version 1 files (no added tokens) and version 2 files (bytewise checksum) are still read;
+ * version 3 files (a word checksum that misses some damage) are refused with a request to
+ * prepare them again.
  *
  * The trie order is checked to be a permutation of the text ids, not to be sorted: the runtime
  * builds the trie from it and refuses an unsorted order then (docs/abi.md, "Attaching a vocabulary",
@@ -26,7 +29,7 @@
  */
 
 export const PREPARED_MAGIC = 0x56505053;
-export const PREPARED_VERSION = 3;
+export const PREPARED_VERSION = 4;
 const HEADER = 36;
 const FAMILIES = ["bytes", "byte-bpe", "sentencepiece"] as const;
 
@@ -55,13 +58,25 @@ function checksum(data: Uint8Array, from: number, version: number): number {
   let h = 0x811c9dc5;
   let i = from;
   if (version >= 3) {
+    // Version 4 shifts each step's high bits down into the low ones: with the multiply alone
+    // (version 3) a change in a word's high bits only ever reaches the hash's top bits, so a
+    // flipped bit there and one in the stored checksum matched 1 time in 8 (`npm run fuzz`).
+    const mix = version >= 4;
     const head = new DataView(data.buffer, data.byteOffset, HEADER);
-    for (let k = 0; k < HEADER; k += 4) if (k !== 28) h = Math.imul(h ^ head.getUint32(k, true), 0x01000193);
+    for (let k = 0; k < HEADER; k += 4) {
+      if (k === 28) continue;
+      h = Math.imul(h ^ head.getUint32(k, true), 0x01000193);
+      if (mix) h ^= h >>> 15;
+    }
     const n = (data.length - from) >>> 2;
     const aligned = (data.byteOffset + from) % 4 === 0 && LITTLE_ENDIAN;
     const words = aligned ? new Uint32Array(data.buffer, data.byteOffset + from, n) : undefined;
     const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
-    for (let k = 0; k < n; k++) h = Math.imul(h ^ (words ? words[k]! : dv.getUint32(from + 4 * k, true)), 0x01000193);
+    if (mix) {
+      for (let k = 0; k < n; k++) { h = Math.imul(h ^ (words ? words[k]! : dv.getUint32(from + 4 * k, true)), 0x01000193); h ^= h >>> 15; }
+    } else {
+      for (let k = 0; k < n; k++) h = Math.imul(h ^ (words ? words[k]! : dv.getUint32(from + 4 * k, true)), 0x01000193);
+    }
     i = from + 4 * n;
   }
   for (; i < data.length; i++) h = Math.imul(h ^ data[i]!, 0x01000193);
@@ -123,6 +138,7 @@ export function deserializePrepared(data: Uint8Array, name = "the prepared vocab
   if (dv.getUint16(6, true) !== 0xfeff) bad("wrong byte order");
   const version = dv.getUint16(4, true);
   if (version < 1 || version > PREPARED_VERSION) bad(`format version ${version}; this specc reads versions 1 to ${PREPARED_VERSION}: prepare it again with \`specc vocab\``);
+  if (version === 3) bad("format version 3, whose checksum misses some damage: prepare it again with `specc vocab`");
   const size = dv.getUint32(8, true), nEos = dv.getUint32(12, true), nText = dv.getUint32(16, true), byteCount = dv.getUint32(20, true);
   const familyCode = data[24]!, prefix = data[25]!;
   if (size === 0) bad("no tokens");

@@ -75,14 +75,31 @@ describe("loading a vocabulary fast", () => {
   });
 
   it("still reads a version-2 file (bytewise checksum)", async () => {
-    const v3 = (await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama2"))).toPrepared();
-    expect(new DataView(v3.buffer, v3.byteOffset).getUint16(4, true)).toBe(3);
-    const v2 = v3.slice();
+    const v4 = (await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama2"))).toPrepared();
+    expect(new DataView(v4.buffer, v4.byteOffset).getUint16(4, true)).toBe(4);
+    const v2 = v4.slice();
     const dv = new DataView(v2.buffer);
     dv.setUint16(4, 2, true);
     expect(() => Vocabulary.fromPrepared(v2)).toThrow(/checksum mismatch/); // the word checksum differs
     resealPrepared(v2);
-    expectSame(Vocabulary.fromPrepared(v2, "old.vocab"), Vocabulary.fromPrepared(v3));
+    expectSame(Vocabulary.fromPrepared(v2, "old.vocab"), Vocabulary.fromPrepared(v4));
+  });
+
+  it("refuses a version-3 file (its checksum misses damage to a word's high bits) and catches that damage in version 4", async () => {
+    const v4 = (await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama2"))).toPrepared();
+    const v3 = v4.slice();
+    new DataView(v3.buffer).setUint16(4, 3, true);
+    resealPrepared(v3);
+    expect(() => Vocabulary.fromPrepared(v3)).toThrow(/format version 3.*prepare it again/);
+    // What `npm run fuzz` found in version 3 (tests/fixtures/fuzz/vocab-a8e6c5c62568.bin): bit 5 of
+    // a word's top byte flipped, and the stored checksum's top bits changed; in version 3 one of the
+    // 8 patterns of its top 3 bits matched. In version 4 none does.
+    for (let pattern = 0; pattern < 8; pattern++) {
+      const bad = v4.slice();
+      bad[36 + 4 * 12 + 3]! ^= 0x20;
+      bad[31]! ^= pattern << 5;
+      expect(() => Vocabulary.fromPrepared(bad)).toThrow(/checksum mismatch/);
+    }
   });
 
   it("leaves an unsorted trie order to the runtime, which refuses it when it builds the trie", async () => {
