@@ -51,31 +51,30 @@ export function isPreparedVocabulary(data: Uint8Array): boolean {
 }
 
 /**
- * The checksum: FNV-1a bytewise over the payload (versions 1, 2), or (3) on 32-bit words over the
+ * The checksum: FNV-1a bytewise over the payload (versions 1, 2), or (4) on 32-bit words over the
  * header but its checksum word, then the payload, then its last 0–3 bytes bytewise.
  */
 function checksum(data: Uint8Array, from: number, version: number): number {
   let h = 0x811c9dc5;
   let i = from;
   if (version >= 3) {
-    // Version 4 shifts each step's high bits down into the low ones: with the multiply alone
-    // (version 3) a change in a word's high bits only ever reaches the hash's top bits, so a
-    // flipped bit there and one in the stored checksum matched 1 time in 8 (`npm run fuzz`).
-    const mix = version >= 4;
+    // Each step's high bits shifted down into the low ones: with the multiply alone (version 3,
+    // now refused before its checksum is read) a change in a word's high bits only ever reached
+    // the hash's top bits, so a flipped bit there and one in the stored checksum matched 1 time
+    // in 8 (`npm run fuzz`).
     const head = new DataView(data.buffer, data.byteOffset, HEADER);
     for (let k = 0; k < HEADER; k += 4) {
       if (k === 28) continue;
       h = Math.imul(h ^ head.getUint32(k, true), 0x01000193);
-      if (mix) h ^= h >>> 15;
+      h ^= h >>> 15;
     }
     const n = (data.length - from) >>> 2;
     const aligned = (data.byteOffset + from) % 4 === 0 && LITTLE_ENDIAN;
     const words = aligned ? new Uint32Array(data.buffer, data.byteOffset + from, n) : undefined;
     const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
-    if (mix) {
-      for (let k = 0; k < n; k++) { h = Math.imul(h ^ (words ? words[k]! : dv.getUint32(from + 4 * k, true)), 0x01000193); h ^= h >>> 15; }
-    } else {
-      for (let k = 0; k < n; k++) h = Math.imul(h ^ (words ? words[k]! : dv.getUint32(from + 4 * k, true)), 0x01000193);
+    for (let k = 0; k < n; k++) {
+      h = Math.imul(h ^ (words ? words[k]! : dv.getUint32(from + 4 * k, true)), 0x01000193);
+      h ^= h >>> 15;
     }
     i = from + 4 * n;
   }
