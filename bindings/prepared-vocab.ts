@@ -23,10 +23,14 @@
  * The trie order is checked to be a permutation of the text ids, not to be sorted: the runtime
  * builds the trie from it and refuses an unsorted order then (docs/abi.md, "Attaching a vocabulary",
  * -8), in one pass it makes anyway; checking it here as well cost more than everything else
- * together (22 ms of 39 on Gemma 3).
+ * together (22 ms of 39 on Gemma 3). Version 4's checksum and the per-token checks run in a small
+ * WebAssembly module (prepared-check.ts): loading is the first thing a decoder does, before
+ * JavaScript's JIT has warmed up.
  *
  * Independent of vocab.ts (which imports it), so there is no import cycle.
  */
+
+import { checkPrepared } from "./prepared-check.js";
 
 export const PREPARED_MAGIC = 0x56505053;
 export const PREPARED_VERSION = 4;
@@ -55,30 +59,39 @@ export function isPreparedVocabulary(data: Uint8Array): boolean {
  * header but its checksum word, then the payload, then its last 0–3 bytes bytewise.
  */
 function checksum(data: Uint8Array, from: number, version: number): number {
-  let h = 0x811c9dc5;
-  let i = from;
-  if (version >= 3) {
-    // Each step's high bits shifted down into the low ones: with the multiply alone (version 3,
-    // now refused before its checksum is read) a change in a word's high bits only ever reached
-    // the hash's top bits, so a flipped bit there and one in the stored checksum matched 1 time
-    // in 8 (`npm run fuzz`).
-    const head = new DataView(data.buffer, data.byteOffset, HEADER);
-    for (let k = 0; k < HEADER; k += 4) {
-      if (k === 28) continue;
-      h = Math.imul(h ^ head.getUint32(k, true), 0x01000193);
-      h ^= h >>> 15;
-    }
-    const n = (data.length - from) >>> 2;
-    const aligned = (data.byteOffset + from) % 4 === 0 && LITTLE_ENDIAN;
-    const words = aligned ? new Uint32Array(data.buffer, data.byteOffset + from, n) : undefined;
-    const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
-    for (let k = 0; k < n; k++) {
-      h = Math.imul(h ^ (words ? words[k]! : dv.getUint32(from + 4 * k, true)), 0x01000193);
-      h ^= h >>> 15;
-    }
-    i = from + 4 * n;
+  if (version < 3) return bytesHash(data, from, 0x811c9dc5);
+  const n = (data.length - from) >>> 2;
+  let h = headerHash(data);
+  const aligned = (data.byteOffset + from) % 4 === 0 && LITTLE_ENDIAN;
+  const words = aligned ? new Uint32Array(data.buffer, data.byteOffset + from, n) : undefined;
+  const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  for (let k = 0; k < n; k++) {
+    h = Math.imul(h ^ (words ? words[k]! : dv.getUint32(from + 4 * k, true)), 0x01000193);
+    h ^= h >>> 15;
   }
-  for (; i < data.length; i++) h = Math.imul(h ^ data[i]!, 0x01000193);
+  return bytesHash(data, from + 4 * n, h);
+}
+
+/**
+ * The word checksum's start: its step on the header's words but the checksum's own. Each step's
+ * high bits are shifted down into the low ones: with the multiply alone (version 3, now refused
+ * before its checksum is read) a change in a word's high bits only ever reached the hash's top
+ * bits, so a flipped bit there and one in the stored checksum matched 1 time in 8 (`npm run fuzz`).
+ */
+function headerHash(data: Uint8Array): number {
+  const head = new DataView(data.buffer, data.byteOffset, HEADER);
+  let h = 0x811c9dc5;
+  for (let k = 0; k < HEADER; k += 4) {
+    if (k === 28) continue;
+    h = Math.imul(h ^ head.getUint32(k, true), 0x01000193);
+    h ^= h >>> 15;
+  }
+  return h;
+}
+
+/** FNV-1a bytewise on `data` from `from`, starting at `h`. */
+function bytesHash(data: Uint8Array, from: number, h: number): number {
+  for (let i = from; i < data.length; i++) h = Math.imul(h ^ data[i]!, 0x01000193);
   return h >>> 0;
 }
 
@@ -148,7 +161,15 @@ export function deserializePrepared(data: Uint8Array, name = "the prepared vocab
   const addedLen = version === 1 ? 0 : dv.getUint32(body, true);
   const expected = version === 1 ? body : body + 4 + addedLen;
   if (data.length !== expected) bad(`${data.length} bytes where the header says ${expected} (truncated or padded)`);
-  if (checksum(data, HEADER, version) !== dv.getUint32(28, true)) bad("checksum mismatch (the file is corrupted)");
+  const offsetsAt = HEADER + 4 * nEos, orderAt = offsetsAt + 4 * (size + 1), kindsAt = orderAt + 4 * nText;
+  // Version 4's checksum and the per-token checks in WebAssembly (prepared-check.ts); the
+  // JavaScript below runs where that is not available, and words the error where it says no.
+  const nWords = (data.length - HEADER) >>> 2;
+  const fast = version >= 4
+    ? checkPrepared(data, { words: HEADER, nWords, hash: headerHash(data), offsets: offsetsAt, order: orderAt, kinds: kindsAt, size, nText })
+    : undefined;
+  const sum = fast ? bytesHash(data, HEADER + 4 * nWords, fast.hash) : checksum(data, HEADER, version);
+  if (sum !== dv.getUint32(28, true)) bad("checksum mismatch (the file is corrupted)");
   // Zero-copy views where the bytes are aligned and the host is little-endian (every host specc
   // runs on in practice), else copies.
   const u32 = (at: number, n: number) => {
@@ -157,36 +178,44 @@ export function deserializePrepared(data: Uint8Array, name = "the prepared vocab
     for (let i = 0; i < n; i++) a[i] = dv.getUint32(at + 4 * i, true);
     return a;
   };
-  let at = HEADER;
-  const eos = Array.from(u32(at, nEos)); at += 4 * nEos;
-  const offsets = u32(at, size + 1); at += 4 * (size + 1);
-  const order = u32(at, nText); at += 4 * nText;
-  const special = data.subarray(at, at + size); at += size;
-  const bytes = data.subarray(at, at + byteCount);
+  const eos = Array.from(u32(HEADER, nEos));
+  const offsets = u32(offsetsAt, size + 1);
+  const order = u32(orderAt, nText);
+  const special = data.subarray(kindsAt, kindsAt + size);
+  const bytes = data.subarray(kindsAt + size, kindsAt + size + byteCount);
   if (offsets[0] !== 0 || offsets[size] !== byteCount) bad("token offsets do not span the bytes");
-  let text = 0;
-  for (let i = 0; i < size; i++) {
-    if (offsets[i + 1]! < offsets[i]!) bad(`token ${i}'s offsets decrease`);
-    const kind = special[i]!;
-    if (kind > 1) bad(`token ${i} has kind ${kind}`);
-    text += 1 - kind;
+  const passed = fast !== undefined && fast.text === nText && fast.permutation;
+  if (!passed) {
+    let text = 0;
+    for (let i = 0; i < size; i++) {
+      if (offsets[i + 1]! < offsets[i]!) bad(`token ${i}'s offsets decrease`);
+      const kind = special[i]!;
+      if (kind > 1) bad(`token ${i} has kind ${kind}`);
+      text += 1 - kind;
+    }
+    if (text !== nText) bad(`${nText} sorted text tokens, but ${text} text tokens`);
   }
-  if (text !== nText) bad(`${nText} sorted text tokens, but ${text} text tokens`);
   for (const id of eos) if (id >= size || !special[id]) bad(`EOS id ${id} is not a special token of the vocabulary`);
-  // The order is a permutation of the text ids (see the note at the top: its sort is not checked).
-  const seen = new Uint8Array(size);
-  for (let k = 0; k < nText; k++) {
-    const id = order[k]!;
-    if (id >= size || special[id] || seen[id]) bad(`sorted token list entry ${k} (${id}) is not a new text token`);
-    seen[id] = 1;
+  if (!passed) {
+    // The order is a permutation of the text ids (see the note at the top: its sort is not checked).
+    const seen = new Uint8Array(size);
+    for (let k = 0; k < nText; k++) {
+      const id = order[k]!;
+      if (id >= size || special[id] || seen[id]) bad(`sorted token list entry ${k} (${id}) is not a new text token`);
+      seen[id] = 1;
+    }
+    if (fast) bad("its tokens failed the checks");
   }
   let added: [string, number][] = [];
   if (addedLen) {
     try {
       added = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(data.subarray(body + 4, body + 4 + addedLen))) as [string, number][];
     } catch { bad("the added-token list is not UTF-8 JSON"); }
-    if (!Array.isArray(added) || !added.every((a) => Array.isArray(a) && typeof a[0] === "string" && Number.isInteger(a[1]) && a[1] >= 0 && a[1] < size)) {
-      bad("the added-token list is not [[content, id], …] with ids in the vocabulary");
+    const wrong = () => bad("the added-token list is not [[content, id], …] with ids in the vocabulary");
+    if (!Array.isArray(added)) wrong();
+    for (let k = 0; k < added.length; k++) {
+      const a = added[k];
+      if (!Array.isArray(a) || typeof a[0] !== "string" || typeof a[1] !== "number" || !(a[1] >= 0 && a[1] < size && a[1] % 1 === 0)) wrong();
     }
   }
   return { bytes, offsets, special, eos, order, family: FAMILIES[familyCode]!, addsPrefixSpace: prefix === 1, added };

@@ -11,6 +11,8 @@ import { Vocabulary, VocabularyError } from "../../bindings/vocab.js";
 import { sortTextTokens } from "../../bindings/token-order.js";
 import { Spec } from "../../bindings/spec.js";
 import { resealPrepared } from "../../bindings/prepared-vocab.js";
+import { checkPrepared, type PreparedParts } from "../../bindings/prepared-check.js";
+import fc from "fast-check";
 import { compileSource, compileToWasm } from "../../compiler/compile.js";
 import { TOKENIZER_NAMES, tokenizerJsonPath } from "../helpers/tokenizers.js";
 
@@ -136,6 +138,64 @@ describe("loading a vocabulary fast", () => {
       expect(() => Vocabulary.fromPrepared(bytes, "x.vocab")).toThrow(VocabularyError);
       expect(() => Vocabulary.fromPrepared(bytes, "x.vocab")).toThrow(why);
     }
+  });
+
+  it("checks a prepared file in WebAssembly, and those checks say no exactly where the JavaScript ones refuse", async () => {
+    // The parts of a file as deserializePrepared lays them out, and a reference verdict written
+    // here from the format's definition (what the JavaScript checks in prepared-vocab.ts refuse).
+    const parts = (f: Uint8Array): PreparedParts => {
+      const dv = new DataView(f.buffer, f.byteOffset);
+      const size = dv.getUint32(8, true), nEos = dv.getUint32(12, true), nText = dv.getUint32(16, true);
+      const offsets = 36 + 4 * nEos, order = offsets + 4 * (size + 1);
+      return { words: 36, nWords: (f.length - 36) >>> 2, hash: 0, offsets, order, kinds: order + 4 * nText, size, nText };
+    };
+    const reference = (f: Uint8Array, p: PreparedParts) => {
+      const dv = new DataView(f.buffer, f.byteOffset);
+      let text = 0;
+      for (let i = 0; i < p.size; i++) {
+        const kind = f[p.kinds + i]!;
+        if (dv.getUint32(p.offsets + 4 * i + 4, true) < dv.getUint32(p.offsets + 4 * i, true) || kind > 1) { text = -1; break; }
+        text += 1 - kind;
+      }
+      const ids = Array.from({ length: p.nText }, (_, k) => dv.getUint32(p.order + 4 * k, true));
+      const permutation = new Set(ids).size === ids.length && ids.every((id) => id < p.size && f[p.kinds + id] === 0);
+      return { text, permutation };
+    };
+    for (const name of ["llama2", "gemma3"] as const) {
+      const good = (await Vocabulary.fromTokenizerJson(tokenizerJsonPath(name))).toPrepared();
+      const p = parts(good);
+      const verdict = checkPrepared(good, p);
+      expect(verdict).toEqual({ ...reference(good, p), hash: expect.any(Number) });
+      expect(verdict!.text).toBe(p.nText);
+    }
+    // A small vocabulary, damaged at random in its offsets, kinds and order, then sealed again so
+    // that only these checks can catch it: the module's verdict is the reference's, and the file
+    // loads exactly when both say yes.
+    const tokens = ["a", "b", "ab", "ba", "abc", null, "c", "ca", "bca", null].map((t) => (t === null ? null : new TextEncoder().encode(t)));
+    const small = Vocabulary.fromTokenBytes(tokens, { eos: [5] }).toPrepared();
+    const p = parts(small);
+    fc.assert(fc.property(
+      fc.array(fc.tuple(fc.integer({ min: p.offsets, max: p.kinds + p.size - 1 }), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 3 }),
+      (edits) => {
+        const bad = small.slice();
+        for (const [at, byte] of edits) bad[at] = byte;
+        resealPrepared(bad);
+        const verdict = checkPrepared(bad, p)!;
+        const want = reference(bad, p);
+        expect({ text: verdict.text, permutation: verdict.permutation }).toEqual(want);
+        const loads = (() => { try { Vocabulary.fromPrepared(bad); return true; } catch (e) { expect(e).toBeInstanceOf(VocabularyError); return false; } })();
+        const bdv = new DataView(bad.buffer);
+        const offsetsSpan = bdv.getUint32(p.offsets, true) === 0 && bdv.getUint32(p.offsets + 4 * p.size, true) === bdv.getUint32(20, true);
+        expect(loads).toBe(want.text === p.nText && want.permutation && offsetsSpan && bad[p.kinds + 5] === 1);
+      },
+    ), { seed: 15, numRuns: 500 });
+    // The messages still come from the JavaScript checks.
+    const kind2 = small.slice();
+    kind2[p.kinds + 2] = 2;
+    expect(() => Vocabulary.fromPrepared(resealPrepared(kind2))).toThrow(/token 2 has kind 2/);
+    const twice = small.slice();
+    twice.copyWithin(p.order + 4, p.order, p.order + 4);
+    expect(() => Vocabulary.fromPrepared(resealPrepared(twice))).toThrow(/sorted token list entry 1 \(\d+\) is not a new text token/);
   });
 
   it("sorts the trie order as the comparison sort does", async () => {
