@@ -15,6 +15,7 @@
  * Whitespace between tokens is free up to `maxWhitespace` characters a run (unbounded runs let a
  * model loop forever), or none with `compact`.
  */
+import { canonicalText, evaluate, jsonEqual } from "./evaluate.js";
 import { SpecError } from "../diagnostics.js";
 import { formatGrammar } from "./formats.js";
 import { jsonSourceOf, parseJsonSource, pointerToken, spanOfPointer, type JsonSource } from "./json-source.js";
@@ -48,6 +49,12 @@ const ANY_ORDER_MAX = 5;
 
 /** Longest string or array a bound may ask for (each unit of a bound is a rule of the grammar). */
 export const MAX_BOUND = 10_000;
+/** oneOf: past this many branches, only the one-pass proofs (`discriminated`) are tried, not every pair. */
+const MAX_PAIRWISE_BRANCHES = 64;
+/** Work (evaluate.ts steps) spent on checking a finite value list against the rest of its schema. */
+const FINITE_BUDGET = 2_000_000;
+/** Value lists longer than this are not checked one by one against the other branch of a oneOf pair. */
+const MAX_FINITE_VALUES = 1000;
 
 const TYPES = ["null", "boolean", "object", "array", "number", "integer", "string"] as const;
 type JType = (typeof TYPES)[number];
@@ -93,13 +100,6 @@ function constGbnf(v: unknown): string {
   const entries = Object.entries(v as Record<string, unknown>);
   if (entries.length === 0) return '"{" ws "}"';
   return `"{" ws ${entries.map(([k, x]) => `${gbnfLit(JSON.stringify(k))} ws ":" ws ${constGbnf(x)}`).join(' ws "," ws ')} ws "}"`;
-}
-
-const jsonEqual = (a: unknown, b: unknown): boolean => JSON.stringify(canon(a)) === JSON.stringify(canon(b));
-function canon(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(canon);
-  if (isObj(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon(v[k])]));
-  return v;
 }
 
 function typeOfValue(v: unknown): JType {
@@ -170,6 +170,8 @@ class Converter {
     if (s === true) return "value";
     if (s === false) throw this.error("E0904", "the schema false accepts nothing", ptr);
     if (!isObj(s)) throw this.error("E0903", `a schema is an object or a boolean, not ${JSON.stringify(s)?.slice(0, 40)}`, ptr);
+    const finite = this.finiteValues(s, ptr);
+    if (finite !== undefined) return finite;
     if (typeof s["$ref"] === "string") return this.ref(s, ptr);
     for (const k of ["$dynamicRef", "$recursiveRef"]) if (k in s) this.relax(k, ptr, "dynamic references are not supported");
     if (Array.isArray(s["allOf"])) return this.expr(this.mergeAll(s, ptr), ptr);
@@ -178,11 +180,10 @@ class Converter {
         const branches = s[k];
         if (!Array.isArray(branches) || branches.length === 0) throw this.error("E0903", `${k} takes a non-empty array of schemas`, `${ptr}/${k}`);
         const rest = Object.fromEntries(Object.entries(s).filter(([key]) => key !== k));
-        if (k === "oneOf") this.checkDisjoint(branches, `${ptr}/${k}`);
-        const alts = branches.flatMap((b, i) => {
-          const bp = `${ptr}/${k}/${i}`;
-          const merged = hasValidation(rest) ? this.merge(rest, this.deref(b, bp), ptr, bp) : b;
-          const e = this.tryExpr(merged, bp);
+        const merged = branches.map((b, i) => (hasValidation(rest) ? this.merge(rest, this.deref(b, `${ptr}/${k}/${i}`), ptr, `${ptr}/${k}/${i}`) : b));
+        if (k === "oneOf") this.checkDisjoint(merged, `${ptr}/${k}`);
+        const alts = merged.flatMap((b, i) => {
+          const e = this.tryExpr(b, `${ptr}/${k}/${i}`);
           return e === null ? [] : [e];
         });
         if (alts.length === 0) throw this.error("E0904", `no branch of ${k} can be satisfied`, `${ptr}/${k}`);
@@ -207,6 +208,51 @@ class Converter {
     if (types.has("object")) alts.push(this.object(s, ptr));
     if (alts.length === 0) throw this.error("E0904", "no JSON value has one of these types", `${ptr}/type`);
     return alts.length === 1 ? alts[0]! : this.define(alts.join(" | "));
+  }
+
+  /**
+   * Where `s` allows finitely many values (its `enum` or `const`, one of an `allOf` member's, or
+   * those of every `anyOf`/`oneOf` branch together), the
+   * values that satisfy all of `s` (evaluate.ts), as alternatives: exact whatever else `s` says
+   * (`not`, `if`, `pattern`, …). Undefined where there is no such list, or a value's verdict is
+   * undecided (then the usual conversion decides what is enforced).
+   */
+  private finiteValues(s: Record<string, unknown>, ptr: string): string | undefined {
+    const listOf = (x: unknown): unknown[] | undefined =>
+      !isObj(x) ? undefined : "const" in x ? [x["const"]] : Array.isArray(x["enum"]) ? (x["enum"] as unknown[]) : undefined;
+    let values = listOf(s);
+    if (values === undefined && Array.isArray(s["allOf"])) {
+      for (const [i, m] of (s["allOf"] as unknown[]).entries()) {
+        if (!isObj(m)) continue;
+        let d: Schema;
+        try { d = this.deref(m, `${ptr}/allOf/${i}`); } catch { continue; }
+        values = listOf(d);
+        if (values) break;
+      }
+    }
+    for (const k of ["anyOf", "oneOf"]) {
+      // Every branch finite: the union is the candidates (and oneOf's "exactly one" is evaluated).
+      if (values !== undefined || !Array.isArray(s[k])) continue;
+      const union: unknown[] = [];
+      for (const [i, m] of (s[k] as unknown[]).entries()) {
+        let d: Schema;
+        try { d = this.deref(m, `${ptr}/${k}/${i}`); } catch { return undefined; }
+        const l = listOf(d);
+        if (l === undefined) return undefined;
+        union.push(...l);
+      }
+      values = union;
+    }
+    if (values === undefined) return undefined;
+    const kept: unknown[] = [];
+    const budget = { steps: FINITE_BUDGET };
+    for (const v of values) {
+      const ok = evaluate(s, v, this.src.value, budget);
+      if (ok === undefined) return undefined;
+      if (ok && !kept.some((k) => jsonEqual(k, v))) kept.push(v);
+    }
+    if (kept.length === 0) throw this.error("E0904", "no value of the enum/const satisfies the rest of the schema", ptr);
+    return this.define(kept.map(constGbnf).join(" | "));
   }
 
   private types(s: Record<string, unknown>, ptr: string): Set<JType> {
@@ -342,39 +388,89 @@ class Converter {
     return out;
   }
 
-  /** oneOf is anyOf when no value can satisfy two branches; specc proves it by their JSON types or a distinguishing const. */
+  /**
+   * oneOf is anyOf when no value can satisfy two branches. specc proves that pair by pair
+   * (`disjoint`), or refuses the schema (exactly one must hold, which a grammar of alternatives
+   * cannot say otherwise).
+   */
   private checkDisjoint(branches: unknown[], ptr: string): void {
-    const typesOf = (b: unknown): Set<string> | null => {
-      const d = isObj(b) && typeof b["$ref"] === "string" ? this.deref(b, ptr) : b;
-      if (!isObj(d)) return null;
-      if ("const" in d) return new Set([typeOfValue(d["const"])]);
-      if (Array.isArray(d["enum"])) return new Set((d["enum"] as unknown[]).map(typeOfValue));
-      const t = d["type"];
-      if (t === undefined) return null;
-      const s = new Set(Array.isArray(t) ? (t as string[]) : [t as string]);
+    const ds = branches.map((b, i) => this.deref(b, `${ptr}/${i}`));
+    const fail = (why: string) => this.relax("oneOf", ptr.slice(0, ptr.lastIndexOf("/")), `specc cannot prove that ${why} (exactly one must hold)`);
+    if (ds.length > MAX_PAIRWISE_BRANCHES) {
+      if (!this.discriminated(ds)) fail(`no value satisfies two of its ${ds.length} branches (past ${MAX_PAIRWISE_BRANCHES} branches, only a value list per branch, or an object property every branch requires with a value list per branch, is compared)`);
+      return;
+    }
+    for (let i = 0; i < ds.length; i++) {
+      for (let j = i + 1; j < ds.length; j++) if (!this.disjoint(ds[i]!, ds[j]!, ptr, 0)) return void fail(`no value satisfies both branch ${i} and branch ${j}`);
+    }
+  }
+
+  /**
+   * The proofs of `disjoint` that take one pass over many branches: every branch lists its values
+   * (enum/const) and no value is in two lists; or every branch allows only objects, requires one
+   * property and lists its values, and no value is in two lists.
+   */
+  private discriminated(ds: Schema[]): boolean {
+    const listOf = (x: unknown): unknown[] | undefined =>
+      !isObj(x) ? undefined : "const" in x ? [x["const"]] : Array.isArray(x["enum"]) ? (x["enum"] as unknown[]) : undefined;
+    const apart = (lists: (unknown[] | undefined)[]): boolean => {
+      const owner = new Map<string, number>();
+      for (const [i, l] of lists.entries()) {
+        if (l === undefined) return false;
+        for (const v of l) {
+          const key = canonicalText(v);
+          if ((owner.get(key) ?? i) !== i) return false;
+          owner.set(key, i);
+        }
+      }
+      return true;
+    };
+    if (apart(ds.map(listOf))) return true;
+    const objs = ds.filter(isObj);
+    if (objs.length !== ds.length || !objs.every((o) => o["type"] === "object")) return false;
+    const req0 = Array.isArray(objs[0]!["required"]) ? (objs[0]!["required"] as unknown[]) : [];
+    return req0.some((k) => typeof k === "string" && objs.every((o) => Array.isArray(o["required"]) && (o["required"] as unknown[]).includes(k)) &&
+      apart(objs.map((o) => { const p = isObj(o["properties"]) ? (o["properties"] as Record<string, unknown>)[k] : undefined; try { return listOf(this.deref(p, "")); } catch { return undefined; } })));
+  }
+
+  /**
+   * Whether no value satisfies both `a` and `b`, by what each allows at its top: JSON types that do
+   * not meet; finite values (enum/const) that the other schema refuses (evaluate.ts); or objects,
+   * when both allow only objects there, that one requires a property the other forbids or allows
+   * only values of that property that the other's schema for it refuses (the same proof, one level
+   * down). False where no proof is found.
+   */
+  private disjoint(a0: Schema, b0: Schema, ptr: string, depth: number): boolean {
+    if (depth > 8) return false;
+    let a: Schema, b: Schema;
+    try { a = this.deref(a0, ptr); b = this.deref(b0, ptr); } catch { return false; }
+    if (a === false || b === false) return true;
+    if (a === true || b === true) return false;
+    if (Array.isArray(a["allOf"]) || Array.isArray(b["allOf"])) return false; // their tops are not all they say
+    const values = (x: Record<string, unknown>) => ("const" in x ? [x["const"]] : Array.isArray(x["enum"]) ? (x["enum"] as unknown[]) : undefined);
+    const refuses = (x: Record<string, unknown>, vs: unknown[] | undefined) =>
+      vs !== undefined && vs.length <= MAX_FINITE_VALUES && vs.every((v) => evaluate(x, v, this.src.value) === false);
+    if (refuses(b, values(a)) || refuses(a, values(b))) return true;
+    const typesOf = (x: Record<string, unknown>): Set<string> => {
+      const t = x["type"];
+      const s = new Set(t === undefined ? TYPES : Array.isArray(t) ? (t as string[]) : [t as string]);
       if (s.has("number")) s.add("integer");
       return s;
     };
-    const sets = branches.map(typesOf);
-    let disjoint = sets.every((s) => s !== null);
-    for (let i = 0; disjoint && i < sets.length; i++) {
-      for (let j = i + 1; j < sets.length; j++) if ([...sets[i]!].some((t) => sets[j]!.has(t) || (t === "integer" && sets[j]!.has("number")))) disjoint = false;
-    }
-    if (disjoint) return;
-    // Objects told apart by one property with a different const in every branch.
-    const objs = branches.map((b) => (isObj(b) ? this.deref(b, ptr) : b));
-    if (objs.every(isObj)) {
-      const props = objs.map((o) => (isObj((o as Record<string, unknown>)["properties"]) ? (o as Record<string, unknown>)["properties"] as Record<string, unknown> : {}));
-      for (const key of Object.keys(props[0]!)) {
-        const consts = objs.map((o, i) => {
-          const p = props[i]![key];
-          const req = Array.isArray((o as Record<string, unknown>)["required"]) && ((o as Record<string, unknown>)["required"] as string[]).includes(key);
-          return req && isObj(p) && "const" in p ? JSON.stringify(p["const"]) : undefined;
-        });
-        if (consts.every((c) => c !== undefined) && new Set(consts).size === consts.length) return;
-      }
-    }
-    this.relax("oneOf", ptr.slice(0, ptr.lastIndexOf("/")), "specc cannot prove that no value satisfies two branches (exactly one must hold)");
+    const ta = typesOf(a), tb = typesOf(b);
+    const both = [...ta].filter((t) => tb.has(t));
+    if (both.length === 0) return true;
+    if (both.some((t) => t !== "object")) return false;
+    const props = (x: Record<string, unknown>) => (isObj(x["properties"]) ? (x["properties"] as Record<string, unknown>) : {});
+    const forbids = (x: Record<string, unknown>, k: string) =>
+      props(x)[k] === false || (!Object.hasOwn(props(x), k) && x["additionalProperties"] === false &&
+        !(isObj(x["patternProperties"]) && Object.keys(x["patternProperties"] as object).length));
+    const oneWay = (x: Record<string, unknown>, y: Record<string, unknown>) => {
+      const req = Array.isArray(x["required"]) ? (x["required"] as unknown[]).filter((k): k is string => typeof k === "string") : [];
+      return req.some((k) => forbids(y, k) ||
+        (Object.hasOwn(props(x), k) && Object.hasOwn(props(y), k) && this.disjoint(props(x)[k] as Schema, props(y)[k] as Schema, ptr, depth + 1)));
+    };
+    return oneWay(a, b) || oneWay(b, a);
   }
 
   private enumExpr(s: Record<string, unknown>, ptr: string): string {

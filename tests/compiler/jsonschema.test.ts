@@ -144,6 +144,16 @@ describe("instance verdicts agree with ajv", () => {
     { schema: { anyOf: [{ $ref: "#/$defs/x", maxLength: 2 }, { type: "integer" }], $defs: { x: { type: "string" } } }, texts: ['"ab"', '"abc"', "5", "true"] },
     { schema: { $ref: "#/$defs/a", $defs: { a: { $ref: "#/$defs/b", minimum: 2 }, b: { type: "integer", maximum: 5 } } }, texts: ["1", "2", "5", "6"] },
     { schema: { type: "object", properties: { v: { type: "integer" }, next: { $ref: "#", required: ["v"] } } }, texts: ["{}", '{"v":1}', '{"next":{"v":2}}', '{"next":{}}', '{"next":{"v":1,"next":{"v":2,"next":{}}}}', '{"next":{"v":1,"next":{"v":2,"next":{"v":3}}}}'] },
+    // Finitely many values (enum/const, in allOf, or every anyOf/oneOf branch): each checked
+    // against the whole schema (compiler/jsonschema/evaluate.ts), so any keyword beside them is exact.
+    { schema: { allOf: [{ enum: [1, 2, 3, "x"] }, { not: { const: 2 } }, { not: { type: "string" } }] }, texts: ["1", "2", "3", '"x"', "4"] },
+    { schema: { enum: ["a", "bb", "ccc", 5], minLength: 2, pattern: "^b|c$" }, texts: ['"a"', '"bb"', '"ccc"', "5", '"cc"'] },
+    { schema: { oneOf: [{ enum: [1, 2] }, { enum: [2, 3] }] }, texts: ["1", "2", "3"] },
+    { schema: { if: { const: "a" }, then: true, else: { maxLength: 1 }, enum: ["a", "b", "cd"] }, texts: ['"a"', '"b"', '"cd"'] },
+    // oneOf proved disjoint pair by pair: a required property the other branch forbids, or one
+    // whose values cannot meet (here through the parent's required discriminator).
+    { schema: { oneOf: [{ type: "object", properties: { dog: { type: "string" } }, required: ["dog"], additionalProperties: false }, { type: "object", properties: { cat: { type: "string" } }, required: ["cat"], additionalProperties: false }] }, texts: ['{"dog":"x"}', '{"cat":"y"}', '{"dog":"x","cat":"y"}', "{}", '"dog"'] },
+    { schema: { type: "object", required: ["kind"], oneOf: [{ properties: { kind: { enum: ["a", "b"] }, n: { type: "integer" } } }, { properties: { kind: { const: "c" }, s: { type: "string" } } }] }, texts: ['{"kind":"a","n":1}', '{"kind":"c","s":"x"}', '{"kind":"c","n":1}', '{"kind":"d"}', '{"n":1}'] },
   ];
   for (const { schema, texts } of cases) {
     it(JSON.stringify(schema).slice(0, 90), async () => {
@@ -210,6 +220,19 @@ describe("diagnostics", () => {
     expect(code("false")).toBe("E0904");
     expect(code('{"type": "integer", "minimum": 5, "maximum": 4}')).toBe("E0904");
     expect(code('{"type": "object", "required": ["a"], "additionalProperties": false}')).toBe("E0904");
+    expect(code('{"allOf": [{"enum": [1, 2]}, {"not": {"enum": [1, 2]}}]}')).toBe("E0904");
+  });
+
+  it("a oneOf whose branches no proof tells apart is refused, naming the pair", () => {
+    // {"a": 1, "b": 2} satisfies both: anyOf would accept it, oneOf must not.
+    let err: SpecError | undefined;
+    try { jsonSchemaToGbnf('{"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]}', "x.schema.json"); } catch (e) { err = e as SpecError; }
+    expect(err?.code).toBe("E0902");
+    expect(err?.message).toMatch(/oneOf: specc cannot prove that no value satisfies both branch 0 and branch 1/);
+    // Without "type", 5 satisfies both (required applies to objects only); with it on one side,
+    // no value does, since that side requires what the other forbids.
+    expect(() => jsonSchemaToGbnf('{"oneOf": [{"required": ["a"], "additionalProperties": false}, {"required": ["b"]}]}', "x.schema.json")).toThrow(/cannot prove/);
+    expect(() => jsonSchemaToGbnf('{"oneOf": [{"required": ["a"], "additionalProperties": false}, {"type": "object", "required": ["b"]}]}', "x.schema.json")).not.toThrow();
   });
 
   it("--any-order: small objects take their properties in any order, each at most once", async () => {
