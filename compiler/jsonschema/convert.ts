@@ -621,12 +621,13 @@ class Converter {
   private object(s: Record<string, unknown>, ptr: string): string {
     const props = isObj(s["properties"]) ? (s["properties"] as Record<string, unknown>) : {};
     const required = Array.isArray(s["required"]) ? (s["required"] as unknown[]).filter((x): x is string => typeof x === "string") : [];
-    if (isObj(s["patternProperties"]) && Object.keys(s["patternProperties"] as object).length) this.relax("patternProperties", ptr, "not supported");
     const additional = "additionalProperties" in s ? s["additionalProperties"] : true;
+    const patterns = this.patternProperties(s, ptr, additional);
+    const matching = (k: string) => patterns.filter((p) => p.re.test(k));
     let keys = Object.keys(props);
     for (const r of required) {
       if (!(r in props)) {
-        if (additional === false) throw this.error("E0904", `required property ${JSON.stringify(r)} is not allowed by additionalProperties: false`, `${ptr}/required`);
+        if (additional === false && matching(r).length === 0) throw this.error("E0904", `required property ${JSON.stringify(r)} is not allowed by additionalProperties: false`, `${ptr}/required`);
         keys.push(r);
       }
     }
@@ -634,8 +635,12 @@ class Converter {
     // A property whose schema nothing satisfies can never appear (and the object not at all if it is required).
     const values = new Map<string, string>();
     for (const k of keys) {
-      const sch = k in props ? props[k] : additional;
-      const vp = k in props ? `${ptr}/properties/${pointerToken(k)}` : `${ptr}/additionalProperties`;
+      // A named property's value satisfies its schema and that of every pattern its name matches;
+      // a required one without a schema, those patterns' or else additionalProperties.
+      const m = matching(k);
+      const own = k in props ? [props[k]] : m.length ? [] : [additional];
+      const sch = own.length + m.length === 1 ? [...own, ...m.map((p) => p.schema)][0] : { allOf: [...own, ...m.map((p) => p.schema)] };
+      const vp = k in props ? `${ptr}/properties/${pointerToken(k)}` : m.length ? `${ptr}/patternProperties` : `${ptr}/additionalProperties`;
       const e = this.tryExpr(sch, vp);
       if (e !== null) values.set(k, e);
       else if (req.has(k)) throw this.error("E0904", `required property ${JSON.stringify(k)} has a schema nothing satisfies`, vp);
@@ -643,8 +648,17 @@ class Converter {
     const allNames = keys;
     keys = keys.filter((k) => values.has(k));
     const members = keys.map((k) => `${gbnfLit(JSON.stringify(k))} ws ":" ws ${values.get(k)!}`);
-    const extraValue = additional === false ? null : this.tryExpr(additional, `${ptr}/additionalProperties`);
-    const extra = extraValue === null ? null : `${this.keyNotIn(allNames)} ws ":" ws ${extraValue}`;
+    let extra: string | null;
+    if (patterns.length && additional === false) {
+      // Other names: those the patterns match (none of them a named property's, see
+      // patternProperties), with the patterns' one schema.
+      if (allNames.some((k) => matching(k).length)) this.relax("patternProperties", ptr, "a pattern that also matches a name in properties or required is not supported (another member could repeat that name with only the pattern's schema)");
+      const value = this.tryExpr(patterns[0]!.schema, `${ptr}/patternProperties`);
+      extra = value === null ? null : `( ${patterns.map((p) => `"\\"" ${p.gbnf} "\\""`).join(" | ")} ) ws ":" ws ${value}`;
+    } else {
+      const extraValue = additional === false ? null : this.tryExpr(additional, `${ptr}/additionalProperties`);
+      extra = extraValue === null ? null : `${this.keyNotIn(allNames)} ws ":" ws ${extraValue}`;
+    }
     const minP = this.count(s, "minProperties", ptr) ?? 0;
     const maxP = this.count(s, "maxProperties", ptr);
     if (minP > req.size && !(minP <= 1 && keys.length === 0 && extra !== null)) this.relax("minProperties", ptr, "only bounds that the required properties already satisfy are supported");
@@ -692,6 +706,29 @@ class Converter {
       return out;
     };
     return this.define(`"{" ws ${from(0, true)} ws "}"`);
+  }
+
+  /**
+   * The patternProperties that specc can enforce exactly: none that matter (every pattern's schema
+   * accepts anything, beside additionalProperties: true, so a name matching one gets any value as
+   * any other name does); or, beside additionalProperties: false, patterns that all carry one schema
+   * (then a name matching several needs nothing more). Other names would need the names a pattern
+   * does not match, which the grammar cannot say: refused.
+   */
+  private patternProperties(s: Record<string, unknown>, ptr: string, additional: unknown): { re: RegExp; gbnf: string; schema: unknown }[] {
+    const pp = isObj(s["patternProperties"]) ? Object.entries(s["patternProperties"] as Record<string, unknown>) : [];
+    if (pp.length === 0) return [];
+    const anything = (x: unknown) => x === true || (isObj(x) && !hasValidation(x));
+    if (additional === true && pp.every(([, x]) => anything(x))) return [];
+    if (additional !== false) this.relax("patternProperties", ptr, "supported beside additionalProperties: false, or with schemas that accept any value");
+    if (pp.some(([, x]) => canonicalText(x) !== canonicalText(pp[0]![1]))) this.relax("patternProperties", ptr, "patterns with different schemas are not supported");
+    return pp.map(([p, schema]) => {
+      const r = regexToGbnf(p);
+      let re: RegExp | undefined;
+      try { re = new RegExp(p, "u"); } catch { /* refused below */ }
+      if ("error" in r || !re) this.relax("patternProperties", `${ptr}/patternProperties`, "error" in r ? r.error : `pattern ${JSON.stringify(p)} is not a valid regex`);
+      return { re: re ?? /(?!)/, gbnf: "error" in r ? '""' : r.gbnf, schema };
+    });
   }
 
   /** A JSON string (no escapes) that is none of `names`: a trie, left at the first difference. */

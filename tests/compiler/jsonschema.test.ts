@@ -153,6 +153,11 @@ describe("instance verdicts agree with ajv", () => {
     // oneOf proved disjoint pair by pair: a required property the other branch forbids, or one
     // whose values cannot meet (here through the parent's required discriminator).
     { schema: { oneOf: [{ type: "object", properties: { dog: { type: "string" } }, required: ["dog"], additionalProperties: false }, { type: "object", properties: { cat: { type: "string" } }, required: ["cat"], additionalProperties: false }] }, texts: ['{"dog":"x"}', '{"cat":"y"}', '{"dog":"x","cat":"y"}', "{}", '"dog"'] },
+    // patternProperties: beside additionalProperties: false, other names are exactly those the
+    // patterns match; schemas that accept anything beside additionalProperties: true change nothing.
+    { schema: { type: "object", properties: { name: { type: "string" } }, patternProperties: { "^x-": { type: "integer" }, "_id$": { type: "integer" } }, additionalProperties: false }, texts: ['{"name":"a"}', '{"name":"a","x-b":1}', '{"x-b":1,"a_id":2}', '{"x-b":"1"}', '{"y":1}', '{"name":"a","y":1}', "{}"] },
+    { schema: { type: "object", required: ["n"], properties: { n: { type: "integer" } }, patternProperties: { "^x-": { type: "string", maxLength: 2 } }, additionalProperties: false }, texts: ['{"n":1,"x-a":"s"}', '{"n":1,"x-a":"sss"}', "{}", '{"x-a":"s"}', '{"n":1,"x-a":1}'] },
+    { schema: { type: "object", properties: { a: { type: "integer" } }, patternProperties: { "^x-": {}, "y": { description: "any" } } }, texts: ['{"a":1,"x-b":"q"}', '{"a":"1"}', '{"zz":[1]}'] },
     { schema: { type: "object", required: ["kind"], oneOf: [{ properties: { kind: { enum: ["a", "b"] }, n: { type: "integer" } } }, { properties: { kind: { const: "c" }, s: { type: "string" } } }] }, texts: ['{"kind":"a","n":1}', '{"kind":"c","s":"x"}', '{"kind":"c","n":1}', '{"kind":"d"}', '{"n":1}'] },
   ];
   for (const { schema, texts } of cases) {
@@ -221,6 +226,14 @@ describe("diagnostics", () => {
     expect(code('{"type": "integer", "minimum": 5, "maximum": 4}')).toBe("E0904");
     expect(code('{"type": "object", "required": ["a"], "additionalProperties": false}')).toBe("E0904");
     expect(code('{"allOf": [{"enum": [1, 2]}, {"not": {"enum": [1, 2]}}]}')).toBe("E0904");
+  });
+
+  it("patternProperties that would need the names a pattern does not match are refused", () => {
+    const refused = (schema: object) => { try { jsonSchemaToGbnf(JSON.stringify(schema), "x.schema.json"); return "compiled"; } catch (e) { return (e as SpecError).message; } };
+    expect(refused({ type: "object", patternProperties: { "^x-": { type: "integer" } } })).toMatch(/patternProperties: supported beside additionalProperties: false/);
+    expect(refused({ type: "object", patternProperties: { "^x-": { type: "integer" }, "^y": { type: "string" } }, additionalProperties: false })).toMatch(/different schemas/);
+    expect(refused({ type: "object", properties: { "x-id": { type: "integer" } }, patternProperties: { "^x-": { minimum: 3 } }, additionalProperties: false })).toMatch(/also matches a name/);
+    expect(refused({ type: "object", required: ["x-a"], patternProperties: { "^x-": { type: "string" } }, additionalProperties: false })).toMatch(/also matches a name/);
   });
 
   it("a oneOf whose branches no proof tells apart is refused, naming the pair", () => {
