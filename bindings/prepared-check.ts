@@ -11,7 +11,6 @@ interface CheckExports {
   memory: WebAssembly.Memory;
   wordSum(from: number, n: number, h: number): number;
   textTokens(offsets: number, kinds: number, size: number): number;
-  isTextPermutation(order: number, n: number, kinds: number, size: number, seen: number): number;
 }
 
 /** Where the parts of a prepared file lie (byte offsets into it), and its counts. */
@@ -21,10 +20,8 @@ export interface PreparedParts {
   nWords: number;
   hash: number;
   offsets: number;
-  order: number;
   kinds: number;
   size: number;
-  nText: number;
 }
 
 export interface PreparedVerdict {
@@ -32,17 +29,17 @@ export interface PreparedVerdict {
   hash: number;
   /** The number of text tokens, or -1 where an offset decreases or a kind is not 0 or 1. */
   text: number;
-  /** Whether the order lists distinct text tokens. */
-  permutation: boolean;
 }
 
 let compiled: WebAssembly.Module | undefined;
+/** The module's memory: 7 pages; words are checksummed `CHUNK` at a time from `BASE`, kinds beside them. */
 const BASE = 65536;
+const CHUNK = 65536;
+const KINDS = BASE + 4 * (CHUNK + 1);
 
 /**
  * The checks on `data`, or undefined where WebAssembly cannot run them here (the caller then
- * runs them in JavaScript). Each call has an instance of its own, so the copy of the file is
- * garbage once it returns.
+ * runs them in JavaScript). The file goes through the module's memory a chunk at a time.
  */
 export function checkPrepared(data: Uint8Array, p: PreparedParts): PreparedVerdict | undefined {
   try {
@@ -53,14 +50,23 @@ export function checkPrepared(data: Uint8Array, p: PreparedParts): PreparedVerdi
       compiled = new WebAssembly.Module(bytes);
     }
     const x = new WebAssembly.Instance(compiled, {}).exports as unknown as CheckExports;
-    const pages = Math.ceil((BASE + data.length + p.size) / 65536);
-    x.memory.grow(pages - x.memory.buffer.byteLength / 65536);
-    new Uint8Array(x.memory.buffer).set(data, BASE);
-    return {
-      hash: x.wordSum(BASE + p.words, p.nWords, p.hash) >>> 0,
-      text: x.textTokens(BASE + p.offsets, BASE + p.kinds, p.size),
-      permutation: x.isTextPermutation(BASE + p.order, p.nText, BASE + p.kinds, p.size, BASE + data.length) !== 0,
-    };
+    const mem = new Uint8Array(x.memory.buffer);
+    let hash = p.hash;
+    for (let k = 0; k < p.nWords; k += CHUNK) {
+      const n = Math.min(CHUNK, p.nWords - k);
+      const at = data.byteOffset + p.words + 4 * k;
+      mem.set(new Uint8Array(data.buffer, at, 4 * n), BASE);
+      hash = x.wordSum(BASE, n, hash);
+    }
+    let text = 0;
+    for (let i = 0; i < p.size && text >= 0; i += CHUNK) {
+      const n = Math.min(CHUNK, p.size - i);
+      mem.set(new Uint8Array(data.buffer, data.byteOffset + p.offsets + 4 * i, 4 * (n + 1)), BASE);
+      mem.set(new Uint8Array(data.buffer, data.byteOffset + p.kinds + i, n), KINDS);
+      const t = x.textTokens(BASE, KINDS, n);
+      text = t < 0 ? -1 : text + t;
+    }
+    return { hash: hash >>> 0, text };
   } catch {
     return undefined;
   }

@@ -3,7 +3,7 @@
  * Vocabulary's flat layout plus the sorted text-token order of its trie, so loading one is copying
  * arrays (no JSON, no UTF-8 conversion, no sort). Versioned and validated on load like the tables
  * (compiler/tables.ts): magic, byte-order mark, version, exact lengths, monotone offsets, kinds,
- * EOS ids, the order being a permutation of the text tokens, and a checksum over the payload.
+ * EOS ids and a checksum over the payload.
  * Layout (little-endian, every array 4-byte aligned):
  *
  *   u32 magic 0x56505053 ("SPPV") · u16 version 4 · u16 byte-order mark 0xFEFF · u32 size ·
@@ -20,10 +20,10 @@
  * version 3 files (a word checksum that misses some damage) are refused with a request to
  * prepare them again.
  *
- * The trie order is checked to be a permutation of the text ids, not to be sorted: the runtime
- * builds the trie from it and refuses an unsorted order then (docs/abi.md, "Attaching a vocabulary",
- * -8), in one pass it makes anyway; checking it here as well cost more than everything else
- * together (22 ms of 39 on Gemma 3). Version 4's checksum and the per-token checks run in a small
+ * The trie order is not checked here: the runtime builds the trie from it and refuses an order
+ * that is not every text token once, sorted (docs/abi.md, "Attaching a vocabulary", -6 to -8), in
+ * the one pass it makes anyway; checking it here as well cost more than everything else together
+ * (22 ms of 39 on Gemma 3). Version 4's checksum and the per-token checks run in a small
  * WebAssembly module (prepared-check.ts): loading is the first thing a decoder does, before
  * JavaScript's JIT has warmed up.
  *
@@ -45,8 +45,8 @@ export interface PreparedVocabulary {
   order: Uint32Array;
   family: (typeof FAMILIES)[number];
   addsPrefixSpace: boolean;
-  /** The tokenizer's added tokens, content → id (version 2). */
-  added?: [string, number][];
+  /** The tokenizer's added tokens, content → id (version 2); read back, a function that reads them (and throws where they are malformed). */
+  added?: [string, number][] | (() => [string, number][]);
 }
 
 /** Whether `data` starts like a prepared vocabulary file. */
@@ -111,7 +111,7 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 export function serializePrepared(v: PreparedVocabulary): Uint8Array {
   const size = v.special.length;
   const nEos = v.eos.length, nText = v.order.length, byteCount = v.offsets[size]!;
-  const added = new TextEncoder().encode(JSON.stringify(v.added ?? []));
+  const added = new TextEncoder().encode(JSON.stringify((typeof v.added === "function" ? v.added() : v.added) ?? []));
   const total = HEADER + 4 * (nEos + size + 1 + nText) + size + byteCount + 4 + added.length;
   const out = new Uint8Array(total);
   const dv = new DataView(out.buffer);
@@ -166,7 +166,7 @@ export function deserializePrepared(data: Uint8Array, name = "the prepared vocab
   // JavaScript below runs where that is not available, and words the error where it says no.
   const nWords = (data.length - HEADER) >>> 2;
   const fast = version >= 4
-    ? checkPrepared(data, { words: HEADER, nWords, hash: headerHash(data), offsets: offsetsAt, order: orderAt, kinds: kindsAt, size, nText })
+    ? checkPrepared(data, { words: HEADER, nWords, hash: headerHash(data), offsets: offsetsAt, kinds: kindsAt, size })
     : undefined;
   const sum = fast ? bytesHash(data, HEADER + 4 * nWords, fast.hash) : checksum(data, HEADER, version);
   if (sum !== dv.getUint32(28, true)) bad("checksum mismatch (the file is corrupted)");
@@ -184,7 +184,7 @@ export function deserializePrepared(data: Uint8Array, name = "the prepared vocab
   const special = data.subarray(kindsAt, kindsAt + size);
   const bytes = data.subarray(kindsAt + size, kindsAt + size + byteCount);
   if (offsets[0] !== 0 || offsets[size] !== byteCount) bad("token offsets do not span the bytes");
-  const passed = fast !== undefined && fast.text === nText && fast.permutation;
+  const passed = fast !== undefined && fast.text === nText;
   if (!passed) {
     let text = 0;
     for (let i = 0; i < size; i++) {
@@ -196,27 +196,25 @@ export function deserializePrepared(data: Uint8Array, name = "the prepared vocab
     if (text !== nText) bad(`${nText} sorted text tokens, but ${text} text tokens`);
   }
   for (const id of eos) if (id >= size || !special[id]) bad(`EOS id ${id} is not a special token of the vocabulary`);
-  if (!passed) {
-    // The order is a permutation of the text ids (see the note at the top: its sort is not checked).
-    const seen = new Uint8Array(size);
-    for (let k = 0; k < nText; k++) {
-      const id = order[k]!;
-      if (id >= size || special[id] || seen[id]) bad(`sorted token list entry ${k} (${id}) is not a new text token`);
-      seen[id] = 1;
-    }
-    if (fast) bad("its tokens failed the checks");
-  }
-  let added: [string, number][] = [];
-  if (addedLen) {
+  if (!passed && fast) bad("its tokens failed the checks");
+  // The added tokens are read when first asked for (Vocabulary.tokenId, addedContent): most
+  // decoders never bind a marker by name, and Gemma 3's 6,415 of them cost 4 ms at load. The
+  // checksum has covered their bytes; a list that is not what it should be (only a file made so on
+  // purpose, then sealed again) is an error then, worded as here.
+  const addedBytes = data.subarray(body + 4, body + 4 + addedLen);
+  const added = () => {
+    if (!addedLen) return [];
+    let list: [string, number][] = [];
     try {
-      added = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(data.subarray(body + 4, body + 4 + addedLen))) as [string, number][];
+      list = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(addedBytes)) as [string, number][];
     } catch { bad("the added-token list is not UTF-8 JSON"); }
     const wrong = () => bad("the added-token list is not [[content, id], …] with ids in the vocabulary");
-    if (!Array.isArray(added)) wrong();
-    for (let k = 0; k < added.length; k++) {
-      const a = added[k];
+    if (!Array.isArray(list)) wrong();
+    for (let k = 0; k < list.length; k++) {
+      const a = list[k];
       if (!Array.isArray(a) || typeof a[0] !== "string" || typeof a[1] !== "number" || !(a[1] >= 0 && a[1] < size && a[1] % 1 === 0)) wrong();
     }
-  }
+    return list;
+  };
   return { bytes, offsets, special, eos, order, family: FAMILIES[familyCode]!, addsPrefixSpace: prefix === 1, added };
 }

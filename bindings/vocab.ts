@@ -127,8 +127,12 @@ export class Vocabulary {
   private readonly specials: Uint8Array;
   private readonly eosSet: Set<number>;
   private order: Uint32Array | undefined;
-  /** `added_tokens` of a tokenizer.json: content → id (special ones included), when known. */
-  private added: Map<string, number> | undefined;
+  /** `added_tokens` of a tokenizer.json: content → id (special ones included), when known; a prepared file's are read on first use. */
+  private addedSource: Map<string, number> | (() => Map<string, number>) | undefined;
+  private get added(): Map<string, number> | undefined {
+    if (typeof this.addedSource === "function") this.addedSource = this.addedSource();
+    return this.addedSource;
+  }
 
   private constructor(
     flat: FlatVocabulary,
@@ -136,10 +140,10 @@ export class Vocabulary {
     family: VocabularyFamily,
     addsPrefixSpace: boolean,
     order?: Uint32Array,
-    added?: Map<string, number>,
+    added?: Map<string, number> | (() => Map<string, number>),
   ) {
     this.order = order;
-    this.added = added;
+    this.addedSource = added;
     this.bytes = flat.bytes;
     this.offsets = flat.offsets;
     this.specials = flat.special;
@@ -334,8 +338,11 @@ export class Vocabulary {
     } catch (e) {
       throw new VocabularyError(errorMessage(e));
     }
-    return new Vocabulary({ bytes: p.bytes, offsets: p.offsets, special: p.special }, p.eos, p.family, p.addsPrefixSpace, p.order,
-      p.added?.length ? new Map(p.added) : undefined);
+    const added = p.added;
+    const lazy = typeof added === "function"
+      ? () => { try { return new Map(added()); } catch (e) { throw new VocabularyError(errorMessage(e)); } }
+      : added?.length ? new Map(added) : undefined;
+    return new Vocabulary({ bytes: p.bytes, offsets: p.offsets, special: p.special }, p.eos, p.family, p.addsPrefixSpace, p.order, lazy);
   }
 
   /** This vocabulary as a prepared file (see `fromPrepared`). */

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { Vocabulary, VocabularyError } from "../../bindings/vocab.js";
 import { sortTextTokens } from "../../bindings/token-order.js";
 import { Spec } from "../../bindings/spec.js";
-import { resealPrepared } from "../../bindings/prepared-vocab.js";
+import { resealPrepared, serializePrepared } from "../../bindings/prepared-vocab.js";
 import { checkPrepared, type PreparedParts } from "../../bindings/prepared-check.js";
 import fc from "fast-check";
 import { compileSource, compileToWasm } from "../../compiler/compile.js";
@@ -147,7 +147,7 @@ describe("loading a vocabulary fast", () => {
       const dv = new DataView(f.buffer, f.byteOffset);
       const size = dv.getUint32(8, true), nEos = dv.getUint32(12, true), nText = dv.getUint32(16, true);
       const offsets = 36 + 4 * nEos, order = offsets + 4 * (size + 1);
-      return { words: 36, nWords: (f.length - 36) >>> 2, hash: 0, offsets, order, kinds: order + 4 * nText, size, nText };
+      return { words: 36, nWords: (f.length - 36) >>> 2, hash: 0, offsets, kinds: order + 4 * nText, size };
     };
     const reference = (f: Uint8Array, p: PreparedParts) => {
       const dv = new DataView(f.buffer, f.byteOffset);
@@ -157,20 +157,18 @@ describe("loading a vocabulary fast", () => {
         if (dv.getUint32(p.offsets + 4 * i + 4, true) < dv.getUint32(p.offsets + 4 * i, true) || kind > 1) { text = -1; break; }
         text += 1 - kind;
       }
-      const ids = Array.from({ length: p.nText }, (_, k) => dv.getUint32(p.order + 4 * k, true));
-      const permutation = new Set(ids).size === ids.length && ids.every((id) => id < p.size && f[p.kinds + id] === 0);
-      return { text, permutation };
+      return { text };
     };
     for (const name of ["llama2", "gemma3"] as const) {
       const good = (await Vocabulary.fromTokenizerJson(tokenizerJsonPath(name))).toPrepared();
       const p = parts(good);
       const verdict = checkPrepared(good, p);
       expect(verdict).toEqual({ ...reference(good, p), hash: expect.any(Number) });
-      expect(verdict!.text).toBe(p.nText);
+      expect(verdict!.text).toBe(new DataView(good.buffer).getUint32(16, true));
     }
-    // A small vocabulary, damaged at random in its offsets, kinds and order, then sealed again so
-    // that only these checks can catch it: the module's verdict is the reference's, and the file
-    // loads exactly when both say yes.
+    // A small vocabulary, damaged at random in its offsets, kinds and trie order, then sealed again
+    // so that only these checks can catch it: the module's verdict is the reference's, and the
+    // file loads exactly when both say yes (the order is the runtime's to refuse, when attached).
     const tokens = ["a", "b", "ab", "ba", "abc", null, "c", "ca", "bca", null].map((t) => (t === null ? null : new TextEncoder().encode(t)));
     const small = Vocabulary.fromTokenBytes(tokens, { eos: [5] }).toPrepared();
     const p = parts(small);
@@ -182,11 +180,11 @@ describe("loading a vocabulary fast", () => {
         resealPrepared(bad);
         const verdict = checkPrepared(bad, p)!;
         const want = reference(bad, p);
-        expect({ text: verdict.text, permutation: verdict.permutation }).toEqual(want);
+        expect({ text: verdict.text }).toEqual(want);
         const loads = (() => { try { Vocabulary.fromPrepared(bad); return true; } catch (e) { expect(e).toBeInstanceOf(VocabularyError); return false; } })();
         const bdv = new DataView(bad.buffer);
         const offsetsSpan = bdv.getUint32(p.offsets, true) === 0 && bdv.getUint32(p.offsets + 4 * p.size, true) === bdv.getUint32(20, true);
-        expect(loads).toBe(want.text === p.nText && want.permutation && offsetsSpan && bad[p.kinds + 5] === 1);
+        expect(loads).toBe(want.text === bdv.getUint32(16, true) && offsetsSpan && bad[p.kinds + 5] === 1);
       },
     ), { seed: 15, numRuns: 500 });
     // The messages still come from the JavaScript checks.
@@ -194,8 +192,27 @@ describe("loading a vocabulary fast", () => {
     kind2[p.kinds + 2] = 2;
     expect(() => Vocabulary.fromPrepared(resealPrepared(kind2))).toThrow(/token 2 has kind 2/);
     const twice = small.slice();
-    twice.copyWithin(p.order + 4, p.order, p.order + 4);
-    expect(() => Vocabulary.fromPrepared(resealPrepared(twice))).toThrow(/sorted token list entry 1 \(\d+\) is not a new text token/);
+    const order = p.offsets + 4 * (p.size + 1);
+    twice.copyWithin(order + 4, order, order + 4);
+    const vocab = Vocabulary.fromPrepared(resealPrepared(twice));
+    const wasm = compileToWasm(compileSource(readFileSync("examples/react.agent", "utf8"), "examples/react.agent"));
+    await expect(Spec.load(wasm, { vocab })).rejects.toThrow(/cannot attach the vocabulary: a trie entry is not a text token spelled by its node's path, or is listed twice/);
+  });
+
+  it("reads the added tokens on first use, and words a malformed list then", async () => {
+    const v = await Vocabulary.fromTokenizerJson(tokenizerJsonPath("qwen3"));
+    const good = v.toPrepared();
+    expect(Vocabulary.fromPrepared(good).tokenId("<|im_end|>")).toBe(v.tokenId("<|im_end|>"));
+    // A file written (and sealed) with an added token whose id is past the vocabulary, and one
+    // whose list is not JSON: they load, and the first lookup by name says what is wrong.
+    const flat = v.flat();
+    const withAdded = (added: [string, number][]) => serializePrepared({ ...flat, eos: [...v.eos], order: v.textOrder(), family: v.family, addsPrefixSpace: v.addsPrefixSpace, added });
+    const pastEnd = Vocabulary.fromPrepared(withAdded([["<x>", v.size]]), "x.vocab");
+    expect(() => pastEnd.tokenId("<|im_end|>")).toThrow(VocabularyError);
+    expect(() => pastEnd.tokenId("<|im_end|>")).toThrow(/x\.vocab is not a valid prepared vocabulary \(specc vocab\): the added-token list is not \[\[content, id\], …\] with ids in the vocabulary/);
+    const notJson = withAdded([["<x>", 1]]);
+    notJson[notJson.length - 1] = 0x7b; // the closing bracket, now "{"
+    expect(() => Vocabulary.fromPrepared(resealPrepared(notJson), "y.vocab").addedContent(1)).toThrow(/y\.vocab .*the added-token list is not UTF-8 JSON/);
   });
 
   it("sorts the trie order as the comparison sort does", async () => {
