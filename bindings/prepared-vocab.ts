@@ -208,11 +208,8 @@ export function deserializePrepared(data: Uint8Array, name = "the prepared vocab
     try {
       list = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(addedBytes)) as [string, number][];
     } catch { bad("the added-token list is not UTF-8 JSON"); }
-    const wrong = () => bad("the added-token list is not [[content, id], …] with ids in the vocabulary");
-    if (!Array.isArray(list)) wrong();
-    for (let k = 0; k < list.length; k++) {
-      const a = list[k];
-      if (!Array.isArray(a) || typeof a[0] !== "string" || typeof a[1] !== "number" || !(a[1] >= 0 && a[1] < size && a[1] % 1 === 0)) wrong();
+    if (!Array.isArray(list) || !list.every((a) => Array.isArray(a) && typeof a[0] === "string" && Number.isInteger(a[1]) && a[1] >= 0 && a[1] < size)) {
+      bad("the added-token list is not [[content, id], …] with ids in the vocabulary");
     }
     return list;
   };
