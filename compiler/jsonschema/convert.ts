@@ -8,7 +8,9 @@
  * Where exactness would cost more than it is worth, the grammar is *stricter* than the schema and
  * says so here: strings are written with the escapes JSON needs and `\uXXXX` for non-surrogates
  * (no surrogate-pair escapes), numbers in canonical form (no `-0`, integers without a fraction or
- * exponent), properties in the order of `properties` followed by additional ones, additional
+ * exponent; a number under bounds without exponent, and next to a strict bound with at most 15
+ * significant digits, so that it cannot read as the bound), properties in the order of
+ * `properties` followed by additional ones, additional
  * property names without escapes, `format`s in the common strict spelling (e.g. `T` and `Z` upper
  * case). Each of these only rejects texts an LLM rarely writes; none accepts a text the schema rejects.
  *
@@ -49,6 +51,8 @@ const ANY_ORDER_MAX = 5;
 
 /** Longest string or array a bound may ask for (each unit of a bound is a rule of the grammar). */
 export const MAX_BOUND = 10_000;
+/** Significant digits of a number next to a strict bound (see boundedDecimal). */
+const MAX_EXACT_DIGITS = 15;
 /** oneOf: past this many branches, only the one-pass proofs (`discriminated`) are tried, not every pair. */
 const MAX_PAIRWISE_BRANCHES = 64;
 /** Work (evaluate.ts steps) spent on checking a finite value list against the rest of its schema. */
@@ -520,7 +524,7 @@ class Converter {
       return this.define(intRange(a, b));
     }
     if (lo === null && hi === null) return "number";
-    if (hi === null && lo === 0) return loX ? "posnumber" : "nonnegnumber";
+    if (hi === null && lo === 0 && !loX) return "nonnegnumber";
     if ((lo === null || Number.isSafeInteger(lo)) && (hi === null || Number.isSafeInteger(hi))) {
       const g = boundedDecimal(lo === null ? null : BigInt(lo), loX, hi === null ? null : BigInt(hi), hiX);
       if (g === null) throw this.error("E0904", "no number lies between the bounds", ptr);
@@ -791,6 +795,13 @@ function boundedDecimal(lo: bigint | null, lx: boolean, hi: bigint | null, hx: b
   const ANY_F = '( "." [0-9]+ )?';
   const ZERO_F = '( "." "0"+ )?';
   const NONZERO_F = '"." [0-9]* [1-9] [0-9]*';
+  // Next to a strict bound a number must not read as the bound: 1.0000000000000000001 is the
+  // double 1, which exclusiveMinimum: 1 refuses (so does ajv). With at most 15 significant digits
+  // distinct decimals are distinct doubles, in the same order; there the fraction is capped.
+  const room = (i: bigint) => MAX_EXACT_DIGITS - (i === 0n ? 0 : i.toString().length);
+  const capped = (n: number) => (n <= 0 ? '""' : `( "." [0-9]{1,${n}} )?`);
+  const cappedNonzero = (n: number) =>
+    n <= 0 ? null : `"." ( ${Array.from({ length: n }, (_, z) => `${z ? `"0"{${z}} ` : ""}[1-9]${n - 1 - z ? ` [0-9]{0,${n - 1 - z}}` : ""}`).join(" | ")} )`;
   const alts: string[] = [];
   // |x| = m.F in [a, b] (b null: unbounded) with strictness ax / bx; `neg`: x = -|x|, which must be non-zero.
   const side = (a: bigint, ax: boolean, b: bigint | null, bx: boolean, neg: boolean) => {
@@ -801,12 +812,17 @@ function boundedDecimal(lo: bigint | null, lx: boolean, hi: bigint | null, hx: b
       if (!(neg && a === 0n)) alts.push(`${sign}${natRange(a, a).join(" | ")} ${ZERO_F}`);
       return;
     }
-    // I = a: any F (non-zero when strict, or when negative and a = 0).
-    const aF = ax || (neg && a === 0n) ? NONZERO_F : ANY_F;
-    alts.push(`${sign}( ${natRange(a, a).join(" | ")} ) ${aF}`);
-    // a < I < b: any F.
+    // I = a: any F (non-zero when strict, or when negative and a = 0), capped where a strict
+    // bound is within 1 (a itself, or b = a + 1).
+    const nearStrict = ax || (neg && a === 0n) || (bx && b === a + 1n);
+    const aF = ax || (neg && a === 0n) ? (nearStrict ? cappedNonzero(room(a)) : NONZERO_F) : nearStrict ? capped(room(a)) : ANY_F;
+    if (aF !== null) alts.push(`${sign}( ${natRange(a, a).join(" | ")} ) ${aF}`);
+    // a < I < b: any F, capped on I = b - 1 when b is strict.
     const midHi = b === null ? null : b - 1n;
-    if (midHi === null || a + 1n <= midHi) alts.push(`${sign}( ${natRange(a + 1n, midHi).join(" | ")} ) ${ANY_F}`);
+    if (bx && midHi !== null && a + 1n <= midHi) {
+      if (a + 1n <= midHi - 1n) alts.push(`${sign}( ${natRange(a + 1n, midHi - 1n).join(" | ")} ) ${ANY_F}`);
+      alts.push(`${sign}( ${natRange(midHi, midHi).join(" | ")} ) ${capped(room(midHi))}`);
+    } else if (midHi === null || a + 1n <= midHi) alts.push(`${sign}( ${natRange(a + 1n, midHi).join(" | ")} ) ${ANY_F}`);
     // I = b: zero F (out when strict).
     if (b !== null && !bx) alts.push(`${sign}( ${natRange(b, b).join(" | ")} ) ${ZERO_F}`);
   };
@@ -874,8 +890,6 @@ const BASE = [
   'number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?',
   'integer ::= "-"? ( "0" | [1-9] [0-9]* )',
   'nonnegnumber ::= ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?',
-  // > 0: a non-zero digit somewhere in the mantissa (then any exponent keeps it positive).
-  'posnumber ::= ( [1-9] [0-9]* ( "." [0-9]+ )? | "0" "." "0"* [1-9] [0-9]* ) ( [eE] [-+]? [0-9]+ )?',
 ];
 
 /** Schema text or value → grammar text (the front end proper). */

@@ -164,10 +164,28 @@ describe("instance verdicts agree with ajv", () => {
     it(JSON.stringify(schema).slice(0, 90), async () => {
       const validate = validator(schema);
       const s = await speccOf(schema);
-      // Stricter only where the module note says (canonical spellings): "-0" and "1.0" as integers.
-      expectAgreesWithAjv(s.accepts, validate, texts, ["-0", "1.0", "0e5"]);
+      // Stricter only where the module note says (canonical spellings): "-0" and "1.0" as integers,
+      // and no exponent in a bounded number.
+      expectAgreesWithAjv(s.accepts, validate, texts, ["-0", "1.0", "0e5", "1e-9"]);
     });
   }
+});
+
+describe("next to a strict bound, a number never reads as the bound", () => {
+  // 1.0000000000000000001 is the double 1: exclusiveMinimum 1 refuses it (ajv does); specc once
+  // accepted it. Next to a strict bound the fraction is capped at 15 significant digits in all,
+  // where decimals and doubles order alike (stricter on longer ones, never looser).
+  it("exclusive bounds, and exclusiveMinimum 0 with exponents and long fractions", async () => {
+    const cases: { schema: object; texts: string[]; stricterOn: string[] }[] = [
+      { schema: { type: "number", exclusiveMinimum: 1, exclusiveMaximum: 3 }, texts: ["1.0000000000000000001", "2.9999999999999999999", "1.5", "1.00000000000001", "2.99999999999999", "2.9999999999999990", "1", "3"], stricterOn: ["2.9999999999999990"] },
+      { schema: { type: "number", exclusiveMinimum: 0 }, texts: ["1e-400", "0." + "0".repeat(400) + "1", "0.000000000000001", "0.5", "7", "0", "-1"], stricterOn: ["0.5e0"] },
+      { schema: { type: "number", exclusiveMaximum: 0 }, texts: ["-0." + "0".repeat(400) + "1", "-0.000000000000001", "-3", "0", "-0"], stricterOn: ["-0"] },
+    ];
+    for (const { schema, texts, stricterOn } of cases) {
+      const s = await speccOf(schema);
+      expectAgreesWithAjv(s.accepts, validator(schema), texts, stricterOn);
+    }
+  });
 });
 
 describe("number ranges with whole-number bounds agree with ajv", () => {
