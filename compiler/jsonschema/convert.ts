@@ -106,6 +106,10 @@ function constGbnf(v: unknown): string {
   return `"{" ws ${entries.map(([k, x]) => `${gbnfLit(JSON.stringify(k))} ws ":" ws ${constGbnf(x)}`).join(' ws "," ws ')} ws "}"`;
 }
 
+/** The values a schema lists (its `const`, or its `enum`), or undefined. */
+const valueList = (x: unknown): unknown[] | undefined =>
+  !isObj(x) ? undefined : "const" in x ? [x["const"]] : Array.isArray(x["enum"]) ? (x["enum"] as unknown[]) : undefined;
+
 function typeOfValue(v: unknown): JType {
   if (v === null) return "null";
   if (typeof v === "boolean") return "boolean";
@@ -222,15 +226,13 @@ class Converter {
    * undecided (then the usual conversion decides what is enforced).
    */
   private finiteValues(s: Record<string, unknown>, ptr: string): string | undefined {
-    const listOf = (x: unknown): unknown[] | undefined =>
-      !isObj(x) ? undefined : "const" in x ? [x["const"]] : Array.isArray(x["enum"]) ? (x["enum"] as unknown[]) : undefined;
-    let values = listOf(s);
+    let values = valueList(s);
     if (values === undefined && Array.isArray(s["allOf"])) {
       for (const [i, m] of (s["allOf"] as unknown[]).entries()) {
         if (!isObj(m)) continue;
         let d: Schema;
         try { d = this.deref(m, `${ptr}/allOf/${i}`); } catch { continue; }
-        values = listOf(d);
+        values = valueList(d);
         if (values) break;
       }
     }
@@ -241,7 +243,7 @@ class Converter {
       for (const [i, m] of (s[k] as unknown[]).entries()) {
         let d: Schema;
         try { d = this.deref(m, `${ptr}/${k}/${i}`); } catch { return undefined; }
-        const l = listOf(d);
+        const l = valueList(d);
         if (l === undefined) return undefined;
         union.push(...l);
       }
@@ -415,8 +417,6 @@ class Converter {
    * property and lists its values, and no value is in two lists.
    */
   private discriminated(ds: Schema[]): boolean {
-    const listOf = (x: unknown): unknown[] | undefined =>
-      !isObj(x) ? undefined : "const" in x ? [x["const"]] : Array.isArray(x["enum"]) ? (x["enum"] as unknown[]) : undefined;
     const apart = (lists: (unknown[] | undefined)[]): boolean => {
       const owner = new Map<string, number>();
       for (const [i, l] of lists.entries()) {
@@ -429,12 +429,12 @@ class Converter {
       }
       return true;
     };
-    if (apart(ds.map(listOf))) return true;
+    if (apart(ds.map(valueList))) return true;
     const objs = ds.filter(isObj);
     if (objs.length !== ds.length || !objs.every((o) => o["type"] === "object")) return false;
     const req0 = Array.isArray(objs[0]!["required"]) ? (objs[0]!["required"] as unknown[]) : [];
     return req0.some((k) => typeof k === "string" && objs.every((o) => Array.isArray(o["required"]) && (o["required"] as unknown[]).includes(k)) &&
-      apart(objs.map((o) => { const p = isObj(o["properties"]) ? (o["properties"] as Record<string, unknown>)[k] : undefined; try { return listOf(this.deref(p, "")); } catch { return undefined; } })));
+      apart(objs.map((o) => { const p = isObj(o["properties"]) ? (o["properties"] as Record<string, unknown>)[k] : undefined; try { return valueList(this.deref(p, "")); } catch { return undefined; } })));
   }
 
   /**
@@ -451,10 +451,9 @@ class Converter {
     if (a === false || b === false) return true;
     if (a === true || b === true) return false;
     if (Array.isArray(a["allOf"]) || Array.isArray(b["allOf"])) return false; // their tops are not all they say
-    const values = (x: Record<string, unknown>) => ("const" in x ? [x["const"]] : Array.isArray(x["enum"]) ? (x["enum"] as unknown[]) : undefined);
     const refuses = (x: Record<string, unknown>, vs: unknown[] | undefined) =>
       vs !== undefined && vs.length <= MAX_FINITE_VALUES && vs.every((v) => evaluate(x, v, this.src.value) === false);
-    if (refuses(b, values(a)) || refuses(a, values(b))) return true;
+    if (refuses(b, valueList(a)) || refuses(a, valueList(b))) return true;
     const typesOf = (x: Record<string, unknown>): Set<string> => {
       const t = x["type"];
       const s = new Set(t === undefined ? TYPES : Array.isArray(t) ? (t as string[]) : [t as string]);
@@ -794,7 +793,6 @@ export function intRange(a: bigint | null, b: bigint | null): string {
 function boundedDecimal(lo: bigint | null, lx: boolean, hi: bigint | null, hx: boolean): string | null {
   const ANY_F = '( "." [0-9]+ )?';
   const ZERO_F = '( "." "0"+ )?';
-  const NONZERO_F = '"." [0-9]* [1-9] [0-9]*';
   // Next to a strict bound a number must not read as the bound: 1.0000000000000000001 is the
   // double 1, which exclusiveMinimum: 1 refuses (so does ajv). With at most 15 significant digits
   // distinct decimals are distinct doubles, in the same order; there the fraction is capped.
@@ -814,8 +812,7 @@ function boundedDecimal(lo: bigint | null, lx: boolean, hi: bigint | null, hx: b
     }
     // I = a: any F (non-zero when strict, or when negative and a = 0), capped where a strict
     // bound is within 1 (a itself, or b = a + 1).
-    const nearStrict = ax || (neg && a === 0n) || (bx && b === a + 1n);
-    const aF = ax || (neg && a === 0n) ? (nearStrict ? cappedNonzero(room(a)) : NONZERO_F) : nearStrict ? capped(room(a)) : ANY_F;
+    const aF = ax || (neg && a === 0n) ? cappedNonzero(room(a)) : bx && b === a + 1n ? capped(room(a)) : ANY_F;
     if (aF !== null) alts.push(`${sign}( ${natRange(a, a).join(" | ")} ) ${aF}`);
     // a < I < b: any F, capped on I = b - 1 when b is strict.
     const midHi = b === null ? null : b - 1n;
