@@ -227,23 +227,28 @@ export function tokenLayout(vocab: VocabularySource, vocabSize = vocab.size): To
   if (!Number.isInteger(vocabSize) || vocabSize < size) {
     throw new RangeError(`vocabSize ${vocabSize} is smaller than the vocabulary (${size} tokens)`);
   }
-  const tokKind = new Uint8Array(vocabSize).fill(TOKEN_SPECIAL);
-  let nText = 0;
-  for (let id = 0; id < size; id++) {
-    if (!special[id]) {
-      tokKind[id] = TOKEN_TEXT;
-      nText++;
-    }
+  // special[] is 0 or 1 (FlatVocabulary), which are TOKEN_TEXT and TOKEN_SPECIAL: the kinds are a
+  // copy, made natively (a loop over every id is most of a cold attach's JavaScript time). The
+  // runtime refuses kinds past TOKEN_EOS; a 2 would read as EOS, so it is refused here.
+  if (special.length < size || special.subarray(0, size).indexOf(TOKEN_EOS) >= 0) {
+    throw new TypeError("the vocabulary's special flags must be 0 or 1, one per token");
   }
+  const tokKind = new Uint8Array(vocabSize).fill(TOKEN_SPECIAL, size);
+  tokKind.set(special.subarray(0, size));
+  let nText = size;
+  for (let id = tokKind.indexOf(TOKEN_SPECIAL); id >= 0 && id < size; id = tokKind.indexOf(TOKEN_SPECIAL, id + 1)) nText--;
   for (const id of vocab.eos) {
     if (!Number.isInteger(id) || id < 0 || id >= size) throw new RangeError(`EOS id ${id} is outside the vocabulary (${size} tokens)`);
+    if (tokKind[id] === TOKEN_TEXT) nText--;
     tokKind[id] = TOKEN_EOS;
   }
   const cached = vocab.textOrder?.();
   const order = cached && cached.length === nText ? cached : sortTextTokens(bytes, offsets, tokKind.subarray(0, size));
-  const tokOff = new Uint32Array(vocabSize + 1);
-  tokOff.set(offsets.subarray(0, size + 1));
-  tokOff.fill(offsets[size]!, size + 1);
+  let tokOff = offsets.subarray(0, size + 1);
+  if (vocabSize > size) {
+    tokOff = new Uint32Array(vocabSize + 1).fill(offsets[size]!, size + 1);
+    tokOff.set(offsets.subarray(0, size + 1));
+  }
   return { trieIds: order, tokOff, tokBytes: bytes, tokKind };
 }
 

@@ -39,6 +39,8 @@ export let vocabPhase: i32 = 0;
 export let vocabSize: u32 = 0;
 export let nNodes: u32 = 0;
 export let nTrie: u32 = 0;
+/** Text tokens (kind K_TEXT), counted by `vocab_ready`. */
+let nText: u32 = 0;
 let nBytes: u32 = 0;
 export let nodesPtr: usize = 0;
 export let trieIdsPtr: usize = 0;
@@ -144,14 +146,6 @@ export function vocab_region(k: i32): i32 {
   return (had & bit) == 0;
 }
 
-/** Whether every text token's bit is set in `seen` (none is missing from the trie). */
-function allTextSeen(seen: usize): bool {
-  for (let id: u32 = 0; id < vocabSize; id++) {
-    if (<u32>load<u8>(tokKindPtr + id) == K_TEXT && !(load<u32>(seen + (<usize>(id >>> 5) << 2)) & (<u32>1 << (id & 31)))) return false;
-  }
-  return true;
-}
-
 /** Validates a trie the host wrote (`vocab_alloc` with nodes ≥ 1): shape, ranges, spellings. */
 function checkTrie(): i32 {
   const V = vocabSize;
@@ -203,24 +197,38 @@ function checkTrie(): i32 {
     }
   }
   if (bad) return -6;
-  return allTextSeen(seen) ? 0 : -7;
+  // Every entry is a distinct text token, so none is missing exactly when the counts agree.
+  return nTrie == nText ? 0 : -7;
 }
 
 /**
  * Builds the trie from `trie_ids` (`vocab_alloc` with nodes = 0): one node per distinct prefix, in
  * DFS pre-order, as docs/abi.md describes it. The ids must be the text tokens, each once, sorted by
  * bytes (a token before every longer token it is a prefix of), which is what makes every entry end
- * at its own node. Two passes over the tokens in trie order (random in id order, which is what
- * costs): the first checks and counts, the second fills a node region of exactly that size (a
- * region grown while filling would double the memory: the heap grows it by at least its size).
+ * at its own node. One pass over the tokens in trie order (random in id order, which is what
+ * costs) checks and fills at once. The nodes are written where the heap's next block starts, the
+ * memory grown a megabyte at a time as they go, and become that block when they are all written:
+ * the region has exactly its size, and the memory is not doubled (the heap grows it by at least
+ * its size), which a block reserved for the most nodes the text bytes allow would have done.
+ * `md` is the longest text token.
  */
-function buildTrie(): i32 {
-  // The region addresses in locals: the loops run once, in V8's baseline compiler (no tier-up
+function buildTrie(md: u32): i32 {
+  // The region addresses in locals: the loop runs once, in V8's baseline compiler (no tier-up
   // inside a running call), which reloads a global on every use.
   const V = vocabSize, ids = trieIdsPtr, off = tokOffPtr, bytes = tokBytesPtr, kinds = tokKindPtr, nt = nTrie;
+  const classmap = region(H_CLASSMAP);
   const seen = allocZero(((<usize>V + 31) >>> 5) << 2);
-  let count: u32 = 1;
-  let md: u32 = 0;
+  maxDepth = md;
+  stackPtr = allocZero((<usize>md + 1) << 2);
+  tagPtr = allocZero((<usize>md + 1) << 2);
+  // Where the next block will start: a probe allocated and freed (the stub heap hands it out again).
+  const nodes = heap.alloc(0);
+  heap.free(nodes);
+  // The memory's end: nodes are written below it (the root and the sentinel at least).
+  let limit = growTo(nodes + 2 * NODE, <usize>memory.size() << 16);
+  const path = stackPtr; // path[d] = the node at depth d on the current branch
+  let n: u32 = 1;
+  let depth: u32 = 0;
   let po: u32 = 0;
   let pl: u32 = 0;
   for (let a: u32 = 0; a < nt; a++) {
@@ -230,33 +238,12 @@ function buildTrie(): i32 {
     const len = load<u32>(off + (<usize>(id + 1) << 2)) - o;
     const l = commonPrefix(bytes, po, pl, o, len);
     if (a > 0 && (l < len ? l < pl && load<u8>(bytes + o + l) < load<u8>(bytes + po + l) : len < pl)) return -8;
-    count += len - l;
-    if (count > MAX_NODES) return -9;
-    if (len > md) md = len;
-    po = o;
-    pl = len;
-  }
-  if (!allTextSeen(seen)) return -7;
-  nNodes = count;
-  const nodes = allocZero((<usize>count + 1) * NODE);
-  nodesPtr = nodes;
-  maxDepth = md;
-  stackPtr = allocZero((<usize>md + 1) << 2);
-  tagPtr = allocZero((<usize>md + 1) << 2);
-  const path = stackPtr; // path[d] = the node at depth d on the current branch
-  let n: u32 = 1;
-  let depth: u32 = 0;
-  po = 0;
-  pl = 0;
-  for (let a: u32 = 0; a < nt; a++) {
-    const id = load<u32>(ids + (<usize>a << 2));
-    const o = load<u32>(off + (<usize>id << 2));
-    const len = load<u32>(off + (<usize>(id + 1) << 2)) - o;
-    const l = commonPrefix(bytes, po, pl, o, len);
+    if (n + (len - l) > MAX_NODES) return -9;
+    limit = growTo(nodes + (<usize>(n + (len - l)) + 1) * NODE, limit); // + the sentinel
     for (; depth > l; depth--) store<u32>(nodes + <usize>load<u32>(path + (<usize>depth << 2)) * NODE, n, 4);
     for (let d = l + 1; d <= len; d++) {
       const p = nodes + <usize>n * NODE;
-      store<u32>(p, <u32>load<u8>(bytes + o + d - 1) | (d << 8));
+      store<u32>(p, <u32>load<u8>(classmap + <usize>load<u8>(bytes + o + d - 1)) | (d << 8)); // its class
       store<u32>(p, a, 8);
       store<u32>(path + (<usize>d << 2), n);
       n++;
@@ -265,10 +252,30 @@ function buildTrie(): i32 {
     po = o;
     pl = len;
   }
+  // Every entry is a distinct text token, so none is missing exactly when the counts agree.
+  if (nt != nText) return -7;
   for (; depth > 0; depth--) store<u32>(nodes + <usize>load<u32>(path + (<usize>depth << 2)) * NODE, n, 4);
-  store<u32>(nodes, n, 4); // the root's subtree is everything
-  store<u32>(nodes + <usize>n * NODE, nt, 8); // sentinel
+  store<u32>(nodes, 0); // the root: no byte, depth 0,
+  store<u32>(nodes, n, 4); // its subtree is everything,
+  store<u32>(nodes, 0, 8); // from the first entry
+  const s = nodes + <usize>n * NODE; // the sentinel
+  store<u32>(s, 0);
+  store<u32>(s, 0, 4);
+  store<u32>(s, nt, 8);
+  nNodes = n;
+  // The nodes become the heap's next block (nothing was allocated since the probe); were the heap
+  // to place it elsewhere, they are moved there.
+  nodesPtr = heap.alloc((<usize>n + 1) * NODE);
+  if (nodesPtr != nodes) memory.copy(nodesPtr, nodes, (<usize>n + 1) * NODE);
   return 0;
+}
+
+/** The memory's end after growing it, if `end` is past `limit` (its end now), by ≥ 1 MB. */
+// @ts-ignore: decorator
+@inline function growTo(end: usize, limit: usize): usize {
+  if (end <= limit) return limit;
+  if (memory.grow(max<i32>(<i32>((end - limit + 0xffff) >>> 16), 16)) < 0) unreachable(); // out of memory, as in the heap
+  return <usize>memory.size() << 16;
 }
 
 /** Length of the common prefix of the token bytes at `a` (length `al`) and `b` (length `bl`). */
@@ -291,26 +298,41 @@ function buildTrie(): i32 {
 export function vocab_ready(): i32 {
   if (vocabPhase != 1) return -1;
   const V = vocabSize;
-  // Token offsets and kinds.
+  // Token offsets and kinds (and, for the trie build, the text tokens' count and the longest),
+  // in one pass: offsets non-decreasing from 0 to nBytes, kinds at most K_EOS.
   if (load<u32>(tokOffPtr) != 0 || load<u32>(tokOffPtr + (<usize>V << 2)) != nBytes) return -2;
+  const off = tokOffPtr, kinds = tokKindPtr;
+  let eos: u32 = 0, text: u32 = 0, md: u32 = 0;
+  let o0: u32 = 0;
   for (let id: u32 = 0; id < V; id++) {
-    if (load<u32>(tokOffPtr + (<usize>id << 2)) > load<u32>(tokOffPtr + (<usize>(id + 1) << 2))) return -2;
-  }
-  nEos = 0;
-  for (let id: u32 = 0; id < V; id++) {
-    const k = <u32>load<u8>(tokKindPtr + id);
+    const o1 = load<u32>(off + (<usize>(id + 1) << 2));
+    if (o0 > o1) return -2;
+    const k = <u32>load<u8>(kinds + id);
     if (k > K_EOS) return -3;
-    if (k == K_EOS) nEos++;
+    if (k == K_TEXT) {
+      const len = o1 - o0;
+      text++;
+      if (len > md) md = len;
+    } else if (k == K_EOS) eos++;
+    o0 = o1;
   }
-  const t = nNodes ? checkTrie() : buildTrie();
-  if (t != 0) return t;
-  // Ready: bytes become classes, bookkeeping for the mask cache.
-  const classmap = region(H_CLASSMAP);
-  for (let i: u32 = 1; i < nNodes; i++) {
-    const p = nodesPtr + <usize>i * NODE;
-    const w0 = load<u32>(p);
-    store<u32>(p, (w0 & 0xffffff00) | <u32>load<u8>(classmap + (w0 & 0xff)));
+  nEos = eos;
+  nText = text;
+  if (nNodes) {
+    const t = checkTrie();
+    if (t != 0) return t;
+    // Ready: bytes become classes (the build writes classes).
+    const classmap = region(H_CLASSMAP);
+    for (let i: u32 = 1; i < nNodes; i++) {
+      const p = nodesPtr + <usize>i * NODE;
+      const w0 = load<u32>(p);
+      store<u32>(p, (w0 & 0xffffff00) | <u32>load<u8>(classmap + (w0 & 0xff)));
+    }
+  } else {
+    const t = buildTrie(md);
+    if (t != 0) return t;
   }
+  // Bookkeeping for the mask cache.
   eosPtr = allocZero(<usize>nEos << 2);
   let e: usize = 0;
   for (let id: u32 = 0; id < V; id++) {

@@ -686,6 +686,19 @@ describe("vocabulary ABI", () => {
     expect(walk(built)).toEqual(walk(host));
   });
 
+  it("builds the trie of a real vocabulary node for node as the bindings would (Gemma 3: the memory grows while it fills)", async () => {
+    const vocab = await Vocabulary.fromTokenizerJson(tokenizerJsonPath("gemma3"));
+    const spec = await Spec.load(compileToWasm(compileSource(readFileSync("examples/react.agent", "utf8"), "examples/react.agent")), { vocab });
+    const ex = spec.exports;
+    const trie = buildTokenTrie(spec.vocab!); // the vocabulary as bound to the spec's token markers
+    expect(ex.vocab_max_depth!()).toBe(trie.maxDepth);
+    const got = new Uint32Array(ex.memory.buffer, ex.vocab_region!(0), trie.nodes.length);
+    // Depths, skips and token ranges equal; the runtime's first word holds the byte's class.
+    const classes = spec.dfa.classMap;
+    const want = Array.from(trie.nodes, (w, i) => (i % 3 === 0 && i > 0 && i < trie.nodes.length - 3 ? (w & ~0xff) | classes[w & 0xff]! : w));
+    expect(Array.from(got)).toEqual(want);
+  });
+
   it("vocab_ready refuses ids it cannot build a trie from", async () => {
     const cases: [number, (trie: TokenTrie) => void][] = [
       [-2, (tr) => (tr.tokOff[3] = 100)],
@@ -770,6 +783,9 @@ describe("vocabulary ABI", () => {
     expect(m.commit(8)).toBe("done");
     const bad = { size: 3, eos: [5], flat: () => toyVocab().flat() };
     await expect(Spec.load(wasm, { vocab: bad })).rejects.toThrow(/EOS id 5 is outside/);
+    // Special flags are copied as token kinds: a 2 would read as EOS, so it is refused.
+    const two = { size: 12, eos: [8], flat: () => ({ ...toyVocab().flat(), special: Uint8Array.from(toyVocab().flat().special, (f, i) => (i === 7 ? 2 : f)) }) };
+    await expect(Spec.load(wasm, { vocab: two })).rejects.toThrow(/special flags must be 0 or 1/);
   });
 });
 
