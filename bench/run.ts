@@ -7,7 +7,8 @@
  *   node --expose-gc --import tsx bench/run.ts [--quick] [--vocab llama3_1,qwen3] [--spec react,chat-bot]
  *        [--iterations N] [--xgrammar-iterations N] [--no-xgrammar] [--no-llama] [--no-benny]
  *        [--out DIR] [--baseline]
- *        [--render-only bench/results/results.json]   (re-render RESULTS.md from a saved run)
+ *        [--render-only bench/results/results.json [--ttfm bench/results/ttfm.json]]
+ *        (re-render RESULTS.md from a saved run, with a later `npm run bench:ttfm`'s table)
  *
  * XGrammar runs on the EBNF `specc compile --emit ebnf` writes for each case, and for a standalone
  * grammar also on the grammar's own text.
@@ -21,6 +22,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { renderResultsMarkdown, repoRoot, runSuite, type SuiteResult, type SuiteVocab, type XGrammarVariant } from "./harness/index.js";
 import { baselineOf } from "./baseline.js";
+import { runTtfm, TTFM_VOCABS, type TtfmResult } from "./ttfm.js";
 
 const require = createRequire(import.meta.url);
 const root = repoRoot();
@@ -51,12 +53,15 @@ const { values } = parseArgs({
     out: { type: "string", default: join(root, "bench", "results") },
     baseline: { type: "boolean", default: false },
     "render-only": { type: "string" },
+    ttfm: { type: "string" },
   },
 });
 
 // --render-only results.json: re-render RESULTS.md (and stdout) from a saved run.
 if (values["render-only"]) {
   const saved = JSON.parse(readFileSync(values["render-only"], "utf8")) as SuiteResult;
+  // --ttfm ttfm.json: the time-to-first-mask table of a later `npm run bench:ttfm` instead.
+  if (values.ttfm) saved.ttfm = JSON.parse(readFileSync(values.ttfm, "utf8")) as TtfmResult;
   const md = renderResultsMarkdown(saved);
   writeFileSync(join(values.out!, "RESULTS.md"), md);
   if (values.baseline) writeFileSync(join(values.out!, "baseline.json"), JSON.stringify(baselineOf(saved), null, 2) + "\n");
@@ -95,6 +100,8 @@ const result = await runSuite({
   benny: values["no-benny"] ? null : { maxTime: quick ? 0.05 : 0.4, minSamples: quick ? 1 : 5, save: { folder: out, file: "benny" } },
   onProgress: progress,
 });
+// Time to first mask, in fresh processes (each figure a process of its own: bench/ttfm.ts).
+result.ttfm = await runTtfm({ vocabs: vocabs.map((v) => v.name).filter((n) => TTFM_VOCABS.includes(n)), rounds: quick ? 1 : 3, onProgress: progress });
 if (tty && last) process.stderr.write("\n");
 process.stderr.write(`done in ${(result.wallSeconds / 60).toFixed(1)} min\n`);
 
