@@ -21,7 +21,8 @@ import { canonicalText, evaluate, jsonEqual } from "./evaluate.js";
 import { SpecError } from "../diagnostics.js";
 import { formatGrammar } from "./formats.js";
 import { jsonSourceOf, parseJsonSource, pointerToken, spanOfPointer, type JsonSource } from "./json-source.js";
-import { regexToGbnf } from "./regex.js";
+import { KeyLanguageError, keyClasses, type KeyClass } from "./keys.js";
+import { parseRegex, regexToGbnf } from "./regex.js";
 
 export interface JsonSchemaOptions {
   /** Relax what cannot be enforced exactly (a warning per keyword) instead of refusing it. */
@@ -652,12 +653,25 @@ class Converter {
     keys = keys.filter((k) => values.has(k));
     const members = keys.map((k) => `${gbnfLit(JSON.stringify(k))} ws ":" ws ${values.get(k)!}`);
     let extra: string | null;
-    if (patterns.length && additional === false) {
-      // Other names: those the patterns match (none of them a named property's, see
-      // patternProperties), with the patterns' one schema.
-      if (allNames.some((k) => matching(k).length)) this.relax("patternProperties", ptr, "a pattern that also matches a name in properties or required is not supported (another member could repeat that name with only the pattern's schema)");
-      const value = this.tryExpr(patterns[0]!.schema, `${ptr}/patternProperties`);
-      extra = value === null ? null : `( ${patterns.map((p) => `"\\"" ${p.gbnf} "\\""`).join(" | ")} ) ws ":" ws ${value}`;
+    if (patterns.length) {
+      // Other names, by the patterns they match (keys.ts): each set of patterns gives its names the
+      // schemas of those patterns, and no pattern additionalProperties.
+      let classes: KeyClass[] = [];
+      try {
+        classes = keyClasses(allNames, patterns.map((p) => p.source));
+      } catch (e) {
+        if (!(e instanceof KeyLanguageError)) throw e;
+        this.relax("patternProperties", ptr, e.message);
+      }
+      const alts: string[] = [];
+      for (const c of classes) {
+        const schemas = c.matched.length ? c.matched.map((i) => patterns[i]!.schema) : [additional];
+        if (schemas.includes(false)) continue;
+        const vp = c.matched.length === 1 ? `${ptr}/patternProperties/${pointerToken(patterns[c.matched[0]!]!.source)}` : c.matched.length ? `${ptr}/patternProperties` : `${ptr}/additionalProperties`;
+        const value = this.tryExpr(schemas.length === 1 ? schemas[0] : { allOf: schemas }, vp);
+        if (value !== null) alts.push(`${c.emit(() => this.fresh(), this.rules)} ws ":" ws ${value}`);
+      }
+      extra = alts.length === 0 ? null : alts.length === 1 ? alts[0]! : this.define(alts.join(" | "));
     } else {
       const extraValue = additional === false ? null : this.tryExpr(additional, `${ptr}/additionalProperties`);
       extra = extraValue === null ? null : `${this.keyNotIn(allNames)} ws ":" ws ${extraValue}`;
@@ -712,26 +726,25 @@ class Converter {
   }
 
   /**
-   * The patternProperties that specc can enforce exactly: none that matter (every pattern's schema
-   * accepts anything, beside additionalProperties: true, so a name matching one gets any value as
-   * any other name does); or, beside additionalProperties: false, patterns that all carry one schema
-   * (then a name matching several needs nothing more). Other names would need the names a pattern
-   * does not match, which the grammar cannot say: refused.
+   * The patternProperties to enforce: none when none matters (every pattern's schema accepts
+   * anything, beside additionalProperties: true); else every pattern, with its parsed regex (the
+   * names they match are split by keys.ts).
    */
-  private patternProperties(s: Record<string, unknown>, ptr: string, additional: unknown): { re: RegExp; gbnf: string; schema: unknown }[] {
+  private patternProperties(s: Record<string, unknown>, ptr: string, additional: unknown): { source: string; re: RegExp; schema: unknown }[] {
     const pp = isObj(s["patternProperties"]) ? Object.entries(s["patternProperties"] as Record<string, unknown>) : [];
     if (pp.length === 0) return [];
     const anything = (x: unknown) => x === true || (isObj(x) && !hasValidation(x));
     if (additional === true && pp.every(([, x]) => anything(x))) return [];
-    if (additional !== false) this.relax("patternProperties", ptr, "supported beside additionalProperties: false, or with schemas that accept any value");
-    if (pp.some(([, x]) => canonicalText(x) !== canonicalText(pp[0]![1]))) this.relax("patternProperties", ptr, "patterns with different schemas are not supported");
-    return pp.map(([p, schema]) => {
-      const r = regexToGbnf(p);
+    const out: { source: string; re: RegExp; schema: unknown }[] = [];
+    for (const [p, schema] of pp) {
+      const r = parseRegex(p);
       let re: RegExp | undefined;
       try { re = new RegExp(p, "u"); } catch { /* refused below */ }
+      // --lenient: a pattern specc cannot read is dropped (its names get additionalProperties).
       if ("error" in r || !re) this.relax("patternProperties", `${ptr}/patternProperties`, "error" in r ? r.error : `pattern ${JSON.stringify(p)} is not a valid regex`);
-      return { re: re ?? /(?!)/, gbnf: "error" in r ? '""' : r.gbnf, schema };
-    });
+      else out.push({ source: p, re, schema });
+    }
+    return out;
   }
 
   /** A JSON string (no escapes) that is none of `names`: a trie, left at the first difference. */

@@ -15,6 +15,8 @@
  */
 import { complementCodePoints, normalizeCodePoints, type CpRange } from "../grammar/utf8.js";
 
+/** A parsed pattern: sets of code points, sequences, alternatives, repetitions (anchors resolved). */
+export type RegexNode = Node;
 type Node =
   | { k: "set"; ranges: CpRange[] }
   | { k: "seq"; items: Node[] }
@@ -183,12 +185,20 @@ const ANY: CpRange[] = complementCodePoints([]);
 /** Code points JSON writes escaped: `"`, `\` and the controls. */
 const SPECIAL: CpRange[] = [[0, 0x1f], [0x22, 0x22], [0x5c, 0x5c]];
 
+/** The code points a JSON string holds unescaped (what the grammar's `keychar` allows). */
+export const KEY_CHARS: CpRange[] = complementCodePoints(SPECIAL);
+
 const u = (c: number) => (c <= 0xffff ? "\\u" + c.toString(16).padStart(4, "0") : "\\U" + c.toString(16).padStart(8, "0"));
+
+/** A GBNF class of code point ranges (normalized, none of them SPECIAL). */
+export function rangesGbnf(ranges: CpRange[]): string {
+  return `[${ranges.map(([a, b]) => (a === b ? u(a) : `${u(a)}-${u(b)}`)).join("")}]`;
+}
 
 function setGbnf(ranges: CpRange[]): string {
   const plain = normalizeCodePoints(intersect(ranges, complementCodePoints(SPECIAL)));
   const alts: string[] = [];
-  if (plain.length) alts.push(`[${plain.map(([a, b]) => (a === b ? u(a) : `${u(a)}-${u(b)}`)).join("")}]`);
+  if (plain.length) alts.push(rangesGbnf(plain));
   for (const [a, b] of intersect(ranges, SPECIAL)) {
     for (let c = a; c <= b; c++) {
       const text = JSON.stringify(String.fromCharCode(c)).slice(1, -1);
@@ -217,6 +227,16 @@ function gbnf(n: Node): string {
       if (n.min === 0 && n.max === 1) return `${b}?`;
       return `${b}{${n.min},${n.max === null ? "" : n.max}}`;
     }
+  }
+}
+
+/** A pattern → its parse (unanchored ends already made `.*`-like over any code point), or why not. */
+export function parseRegex(pattern: string): { node: RegexNode } | { error: string } {
+  try {
+    return { node: parse(pattern) };
+  } catch (e) {
+    if (e instanceof RegexError) return { error: e.message };
+    throw e;
   }
 }
 

@@ -123,6 +123,34 @@ describe("texts sampled from a compiled schema validate with ajv", () => {
   }
 });
 
+describe("texts sampled from a schema with patternProperties validate with ajv", () => {
+  // Every class of other names (keys.ts): each pattern alone, two at once, none (then
+  // additionalProperties), and a named property a pattern also matches.
+  const schema = {
+    type: "object",
+    properties: { id: { type: "string" }, "x-id": { type: "integer" } },
+    patternProperties: { "^x-": { type: "integer", minimum: 3 }, "_n$": { type: "number" }, "^[a-z_]{1,3}$": { enum: [1, 2, 3, "a"] } },
+    additionalProperties: { type: "boolean" },
+  };
+  it("300 samples, every key class reached", () => {
+    const text = JSON.stringify(schema);
+    const validate = validator(schema);
+    const c = compileJsonSchema(text, "pp.schema.json");
+    const random = seededRandom(11);
+    const seen = new Set<string>();
+    for (let i = 0; i < 300; i++) {
+      const s = sampleSentence(c.grammar.cfg, { random, depth: 6, maxBytes: 4000 });
+      if (!s) continue;
+      const t = new TextDecoder().decode(s);
+      expect({ t, valid: ajvVerdict(validate, t) }).toEqual({ t, valid: true });
+      for (const k of Object.keys(JSON.parse(t) as object)) {
+        seen.add([/^x-/.test(k) ? "x" : "", /_n$/u.test(k) ? "n" : "", /^[a-z_]{1,3}$/u.test(k) ? "az" : "", k in schema.properties ? "named" : ""].join(""));
+      }
+    }
+    expect([...seen].sort()).toEqual(["", "az", "aznamed", "n", "naz", "x", "xn", "xnamed"]); // "aznamed": id
+  });
+});
+
 describe("instance verdicts agree with ajv", () => {
   const cases: { schema: object; texts: string[] }[] = [
     { schema: { type: "integer", minimum: -5, exclusiveMaximum: 120 }, texts: ["-6", "-5", "0", "7", "119", "120", "-0", "1.0", "01"] },
@@ -158,6 +186,16 @@ describe("instance verdicts agree with ajv", () => {
     { schema: { type: "object", properties: { name: { type: "string" } }, patternProperties: { "^x-": { type: "integer" }, "_id$": { type: "integer" } }, additionalProperties: false }, texts: ['{"name":"a"}', '{"name":"a","x-b":1}', '{"x-b":1,"a_id":2}', '{"x-b":"1"}', '{"y":1}', '{"name":"a","y":1}', "{}"] },
     { schema: { type: "object", required: ["n"], properties: { n: { type: "integer" } }, patternProperties: { "^x-": { type: "string", maxLength: 2 } }, additionalProperties: false }, texts: ['{"n":1,"x-a":"s"}', '{"n":1,"x-a":"sss"}', "{}", '{"x-a":"s"}', '{"n":1,"x-a":1}'] },
     { schema: { type: "object", properties: { a: { type: "integer" } }, patternProperties: { "^x-": {}, "y": { description: "any" } } }, texts: ['{"a":1,"x-b":"q"}', '{"a":"1"}', '{"zz":[1]}'] },
+    // Other names split by the patterns they match (compiler/jsonschema/keys.ts): beside
+    // additionalProperties true or a schema, with patterns of different schemas, patterns that
+    // match named properties (those keep their own place and get both schemas), and overlaps
+    // (a name matching two patterns gets both schemas).
+    { schema: { type: "object", patternProperties: { "^x-": { type: "integer" } } }, texts: ['{"x-a":1}', '{"x-a":"1"}', '{"y":"1"}', '{"y":[],"x-":2}', '{"x":"s"}', '{"":1}'] },
+    { schema: { type: "object", properties: { id: { type: "string" } }, patternProperties: { "^[a-z]+$": { type: "string" }, "^[0-9]+$": { type: "integer" } }, additionalProperties: { type: "boolean" } }, texts: ['{"id":"a","abc":"x"}', '{"abc":1}', '{"12":3}', '{"12":"3"}', '{"A1":true}', '{"A1":"t"}', '{"id":"a","id2":true}', '{"id":3}'] },
+    { schema: { type: "object", properties: { "x-id": { type: "integer" } }, patternProperties: { "^x-": { minimum: 3 } }, additionalProperties: false }, texts: ['{"x-id":3}', '{"x-id":2}', '{"x-b":5}', '{"x-b":1}', '{"x-id":"a"}', '{"y":3}'] },
+    { schema: { type: "object", required: ["x-a"], patternProperties: { "^x-": { type: "string" } }, additionalProperties: false }, texts: ['{"x-a":"s"}', '{"x-a":1}', "{}", '{"x-a":"s","x-b":"t"}'] },
+    { schema: { type: "object", patternProperties: { "a": { type: "integer" }, "b$": { minimum: 10 } }, additionalProperties: { type: "string" } }, texts: ['{"xay":1}', '{"ab":12}', '{"ab":5}', '{"ab":"s"}', '{"b":5}', '{"b":"s"}', '{"cb":11}', '{"c":"s"}', '{"c":1}'] },
+    { schema: { type: "object", patternProperties: { "^\\w{2}\\d?$": { const: 0 } }, additionalProperties: { type: "null" } }, texts: ['{"ab":0}', '{"ab1":0}', '{"ab12":0}', '{"ab12":null}', '{"a":null}', '{"a b":null}', '{"éé":null}'] },
     { schema: { type: "object", required: ["kind"], oneOf: [{ properties: { kind: { enum: ["a", "b"] }, n: { type: "integer" } } }, { properties: { kind: { const: "c" }, s: { type: "string" } } }] }, texts: ['{"kind":"a","n":1}', '{"kind":"c","s":"x"}', '{"kind":"c","n":1}', '{"kind":"d"}', '{"n":1}'] },
   ];
   for (const { schema, texts } of cases) {
@@ -246,12 +284,12 @@ describe("diagnostics", () => {
     expect(code('{"allOf": [{"enum": [1, 2]}, {"not": {"enum": [1, 2]}}]}')).toBe("E0904");
   });
 
-  it("patternProperties that would need the names a pattern does not match are refused", () => {
+  it("patternProperties whose names would need too large an automaton are refused, naming the limit", () => {
     const refused = (schema: object) => { try { jsonSchemaToGbnf(JSON.stringify(schema), "x.schema.json"); return "compiled"; } catch (e) { return (e as SpecError).message; } };
-    expect(refused({ type: "object", patternProperties: { "^x-": { type: "integer" } } })).toMatch(/patternProperties: supported beside additionalProperties: false/);
-    expect(refused({ type: "object", patternProperties: { "^x-": { type: "integer" }, "^y": { type: "string" } }, additionalProperties: false })).toMatch(/different schemas/);
-    expect(refused({ type: "object", properties: { "x-id": { type: "integer" } }, patternProperties: { "^x-": { minimum: 3 } }, additionalProperties: false })).toMatch(/also matches a name/);
-    expect(refused({ type: "object", required: ["x-a"], patternProperties: { "^x-": { type: "string" } }, additionalProperties: false })).toMatch(/also matches a name/);
+    // The names with an "a" 13th from the end: 2^13 states for a DFA.
+    expect(refused({ type: "object", patternProperties: { "a[ab]{12}$": { type: "integer" } } })).toMatch(/patternProperties: the automaton of these patterns and property names would need more than 4000 states/);
+    expect(refused({ type: "object", patternProperties: { "(?=a)": { type: "integer" } } })).toMatch(/patternProperties: pattern "\(\?=a\)"/);
+    expect(refused({ type: "object", patternProperties: { "^x-": { type: "integer" } } })).toBe("compiled");
   });
 
   it("a oneOf whose branches no proof tells apart is refused, naming the pair", () => {
