@@ -168,7 +168,7 @@ export function renderResultsMarkdown(r: SuiteResult): string {
 
   L.push("## Time to first mask", "");
   if (r.ttfm) {
-    L.push("What a decoder waits for before its first constrained token (issue 15): `Vocabulary.fromTokenizerJson(path)` (read + convert) against XGrammar's `TokenizerInfo` built from the same token strings (its input already in memory), target: at most XGrammar's time; the prepared file (`specc vocab`) read back, target ≤ 20 ms; `Spec.load` of a compiled spec with that vocabulary through the first mask, target ≤ 50 ms on Llama 3. Measured by bench/ttfm.ts (`npm run bench:ttfm` alone).", "");
+    L.push("What a decoder waits for before its first constrained token (issue 15): `Vocabulary.fromTokenizerJson(path)` (read + convert) against XGrammar's `TokenizerInfo` built from the same token strings (its input already in memory), target: at most XGrammar's time; the prepared file (`specc vocab`) read back, target ≤ 20 ms; `Spec.load` of a compiled spec with that vocabulary through the first mask, target ≤ 50 ms on Llama 3. Measured by bench/ttfm.ts (which `npm run bench:ttfm` runs alone).", "");
     L.push(renderTtfm(r.ttfm, (n) => r.vocabs.find((v) => v.name === n)?.label ?? n));
     L.push("The same, per spec, inside this long process (its modules warm, its vocabulary attached before):", "");
   } else {
