@@ -60,6 +60,8 @@ const MAX_PAIRWISE_BRANCHES = 64;
 const FINITE_BUDGET = 2_000_000;
 /** Value lists longer than this are not checked one by one against the other branch of a oneOf pair. */
 const MAX_FINITE_VALUES = 1000;
+/** Optional properties that dependentRequired may relate (each doubles an object's member rules). */
+const MAX_DEPENDENCY_NAMES = 10;
 
 const TYPES = ["null", "boolean", "object", "array", "number", "integer", "string"] as const;
 type JType = (typeof TYPES)[number];
@@ -202,6 +204,7 @@ class Converter {
     for (const k of ["not", "if", "then", "else", "dependentSchemas", "dependencies", "dependentRequired", "unevaluatedProperties", "unevaluatedItems", "propertyNames", "contains", "minContains", "maxContains"]) {
       if (k in s) {
         if (k === "unevaluatedProperties" || k === "unevaluatedItems") { if (s[k] === true) continue; }
+        if ((k === "dependentRequired" || k === "dependencies" || k === "dependentSchemas") && this.dependencies(s, ptr) !== undefined) continue; // object() enforces them
         this.relax(k, ptr, "not supported by specc's JSON Schema front end");
       }
     }
@@ -635,7 +638,15 @@ class Converter {
         keys.push(r);
       }
     }
+    // dependentRequired (and dependencies' name lists): a present name needs others present. The
+    // names they mention are members like any other; a required one makes its dependents required.
+    const deps = this.dependencies(s, ptr) ?? new Map<string, string[]>();
+    for (const [t, ds] of deps) for (const d of [t, ...ds]) if (!keys.includes(d)) keys.push(d);
     const req = new Set(required);
+    for (let grew = true; grew;) {
+      grew = false;
+      for (const [t, ds] of deps) if (req.has(t)) for (const d of ds) if (!req.has(d)) { req.add(d); grew = true; }
+    }
     // A property whose schema nothing satisfies can never appear (and the object not at all if it is required).
     const values = new Map<string, string>();
     for (const k of keys) {
@@ -651,6 +662,30 @@ class Converter {
     }
     const allNames = keys;
     keys = keys.filter((k) => values.has(k));
+    // A name whose dependent cannot appear cannot appear either (it is not required: a required
+    // name's dependents are, and one that cannot appear was an error above).
+    for (let shrank = true; shrank;) {
+      shrank = false;
+      for (const [t, ds] of deps) {
+        if (keys.includes(t) && ds.some((d) => !keys.includes(d))) {
+          keys = keys.filter((k) => k !== t);
+          shrank = true;
+        }
+      }
+    }
+    // The optional names a dependency mentions: which of them are present is part of the rule
+    // state (one bit each), checked when the members end.
+    const depBits = new Map<string, number>();
+    for (const [t, ds] of deps) for (const d of [t, ...ds]) if (keys.includes(d) && !req.has(d) && !depBits.has(d)) depBits.set(d, depBits.size);
+    if (depBits.size > MAX_DEPENDENCY_NAMES) this.relax("dependentRequired", ptr, `dependencies among more than ${MAX_DEPENDENCY_NAMES} optional properties are not supported`);
+    const depsMet = (mask: number): boolean => {
+      for (const [t, ds] of deps) {
+        const tb = depBits.get(t);
+        if (tb === undefined || !(mask & (1 << tb))) continue; // absent (or required: its dependents are too)
+        for (const d of ds) { const db = depBits.get(d); if (db !== undefined && !(mask & (1 << db))) return false; }
+      }
+      return true;
+    };
     const members = keys.map((k) => `${gbnfLit(JSON.stringify(k))} ws ":" ws ${values.get(k)!}`);
     let extra: string | null;
     if (patterns.length) {
@@ -681,6 +716,7 @@ class Converter {
     if (minP > req.size && !(minP <= 1 && keys.length === 0 && extra !== null)) this.relax("minProperties", ptr, "only bounds that the required properties already satisfy are supported");
     if (maxP !== null && (extra !== null || keys.length > maxP)) this.relax("maxProperties", ptr, "only bounds that the defined properties cannot exceed are supported");
     const needNonEmpty = minP >= 1 && keys.length === 0 && extra !== null;
+    if (this.opts.anyOrder && depBits.size > 0) this.relax("dependentRequired", ptr, "not supported together with any-order properties");
     if (this.opts.anyOrder && keys.length >= 2 && keys.length <= ANY_ORDER_MAX) {
       // Any order, each property at most once: one rule per set of properties already written
       // (2^n of them), additional properties anywhere in between.
@@ -704,25 +740,32 @@ class Converter {
       if (extra !== null) first.push(`${extra} ${after(0)}`);
       return this.define(`"{" ws ( ${first.join(" | ")} ) ws "}"`);
     }
-    // Members from property i on; `first`: nothing written yet (no comma before the next).
-    const memo = new Map<string, string>();
-    const from = (i: number, first: boolean): string => {
-      const key = `${i}|${first}`;
+    // Members from property i on; `first`: nothing written yet (no comma before the next); `mask`:
+    // which optional names of dependencies are present so far. null: no way to go on.
+    const memo = new Map<string, string | null>();
+    const from = (i: number, first: boolean, mask: number): string | null => {
+      const key = `${i}|${first}|${mask}`;
       const hit = memo.get(key);
       if (hit !== undefined) return hit;
-      let out: string;
+      let out: string | null;
       const sep = first ? "" : 'ws "," ws ';
       if (i === keys.length) {
-        if (extra === null) out = '""';
+        if (!depsMet(mask)) out = null;
+        else if (extra === null) out = '""';
         else out = first ? (needNonEmpty ? `${extra} (ws "," ws ${extra})*` : `(${extra} (ws "," ws ${extra})*)?`) : `(ws "," ws ${extra})*`;
       } else {
-        const take = `${sep}${members[i]} ${from(i + 1, false)}`;
-        out = req.has(keys[i]!) ? take : this.define(`${take} | ${from(i + 1, first)}`);
+        const bit = depBits.get(keys[i]!);
+        const rest = from(i + 1, false, bit === undefined ? mask : mask | (1 << bit));
+        const take = rest === null ? null : `${sep}${members[i]} ${rest}`;
+        const skip = req.has(keys[i]!) ? null : from(i + 1, first, mask);
+        out = take === null ? skip : skip === null ? take : this.define(`${take} | ${skip}`);
       }
       memo.set(key, out);
       return out;
     };
-    return this.define(`"{" ws ${from(0, true)} ws "}"`);
+    const body = from(0, true, 0);
+    if (body === null) throw this.error("E0904", "no object satisfies the properties' dependencies", ptr);
+    return this.define(`"{" ws ${body} ws "}"`);
   }
 
   /**
@@ -743,6 +786,29 @@ class Converter {
       // --lenient: a pattern specc cannot read is dropped (its names get additionalProperties).
       if ("error" in r || !re) this.relax("patternProperties", `${ptr}/patternProperties`, "error" in r ? r.error : `pattern ${JSON.stringify(p)} is not a valid regex`);
       else out.push({ source: p, re, schema });
+    }
+    return out;
+  }
+
+  /**
+   * The name dependencies of an object schema (`dependentRequired`, and `dependencies` whose values
+   * are name lists; schema values that accept anything are ignored): trigger → names it needs.
+   * undefined when some dependency is a schema that constrains (refused by the caller).
+   */
+  private dependencies(s: Record<string, unknown>, ptr: string): Map<string, string[]> | undefined {
+    const out = new Map<string, string[]>();
+    const anything = (x: unknown) => x === true || (isObj(x) && !hasValidation(x));
+    for (const k of ["dependentRequired", "dependencies", "dependentSchemas"]) {
+      const d = s[k];
+      if (d === undefined) continue;
+      if (!isObj(d)) throw this.error("E0903", `${k} takes an object`, `${ptr}/${k}`);
+      for (const [t, v] of Object.entries(d)) {
+        if (Array.isArray(v) && k !== "dependentSchemas") {
+          if (!v.every((x) => typeof x === "string")) throw this.error("E0903", `${k}: the names that ${JSON.stringify(t)} needs must be strings`, `${ptr}/${k}/${pointerToken(t)}`);
+          out.set(t, [...new Set([...(out.get(t) ?? []), ...(v as string[])])].filter((x) => x !== t));
+        } else if (k !== "dependentRequired" && anything(v)) continue;
+        else return undefined;
+      }
     }
     return out;
   }

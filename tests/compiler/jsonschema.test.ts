@@ -196,6 +196,15 @@ describe("instance verdicts agree with ajv", () => {
     { schema: { type: "object", required: ["x-a"], patternProperties: { "^x-": { type: "string" } }, additionalProperties: false }, texts: ['{"x-a":"s"}', '{"x-a":1}', "{}", '{"x-a":"s","x-b":"t"}'] },
     { schema: { type: "object", patternProperties: { "a": { type: "integer" }, "b$": { minimum: 10 } }, additionalProperties: { type: "string" } }, texts: ['{"xay":1}', '{"ab":12}', '{"ab":5}', '{"ab":"s"}', '{"b":5}', '{"b":"s"}', '{"cb":11}', '{"c":"s"}', '{"c":1}'] },
     { schema: { type: "object", patternProperties: { "^\\w{2}\\d?$": { const: 0 } }, additionalProperties: { type: "null" } }, texts: ['{"ab":0}', '{"ab1":0}', '{"ab12":0}', '{"ab12":null}', '{"a":null}', '{"a b":null}', '{"éé":null}'] },
+    // dependentRequired and dependencies' name lists: which optional names are present is part of
+    // the member rules' state, checked at the end; a required name's dependents are required; a
+    // name whose dependent cannot appear cannot appear. (Texts in specc's member order.)
+    { schema: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { a: { type: "integer" }, b: { type: "integer" }, c: { type: "integer" } }, dependentRequired: { a: ["b"] } }, texts: ["{}", '{"a":1}', '{"a":1,"b":2}', '{"b":2}', '{"a":1,"c":3}', '{"a":1,"b":2,"c":3}'] },
+    { schema: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { b: { type: "integer" }, a: { type: "integer" } }, dependentRequired: { a: ["b"], b: ["a"] } }, texts: ["{}", '{"b":1,"a":1}', '{"a":1}', '{"b":1}'] },
+    { schema: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", required: ["a"], properties: { a: { type: "integer" }, b: { type: "string" } }, dependentRequired: { a: ["b"] } }, texts: ['{"a":1}', '{"a":1,"b":"x"}', '{"b":"x"}'] },
+    { schema: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { a: { type: "integer" } }, additionalProperties: false, dependentRequired: { a: ["z"] } }, texts: ["{}", '{"a":1}', '{"z":1}'] },
+    { schema: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { b: { type: "integer" } }, additionalProperties: { type: "boolean" }, dependentRequired: { x: ["b"] } }, texts: ['{"x":true}', '{"b":1,"x":true}', '{"b":1,"x":1}', '{"b":1,"y":false}', '{"y":false}'] },
+    { schema: { type: "object", properties: { card: { type: "string" }, billing: { type: "string" }, name: { type: "string" } }, dependencies: { card: ["billing", "name"], billing: {} } }, texts: ['{"card":"1"}', '{"card":"1","billing":"x"}', '{"card":"1","billing":"x","name":"n"}', '{"billing":"x"}', "{}"] },
     { schema: { type: "object", required: ["kind"], oneOf: [{ properties: { kind: { enum: ["a", "b"] }, n: { type: "integer" } } }, { properties: { kind: { const: "c" }, s: { type: "string" } } }] }, texts: ['{"kind":"a","n":1}', '{"kind":"c","s":"x"}', '{"kind":"c","n":1}', '{"kind":"d"}', '{"n":1}'] },
   ];
   for (const { schema, texts } of cases) {
@@ -282,6 +291,15 @@ describe("diagnostics", () => {
     expect(code('{"type": "integer", "minimum": 5, "maximum": 4}')).toBe("E0904");
     expect(code('{"type": "object", "required": ["a"], "additionalProperties": false}')).toBe("E0904");
     expect(code('{"allOf": [{"enum": [1, 2]}, {"not": {"enum": [1, 2]}}]}')).toBe("E0904");
+  });
+
+  it("dependencies that are constraining schemas are refused; name lists past the limit too", () => {
+    const refused = (schema: object) => { try { jsonSchemaToGbnf(JSON.stringify(schema), "x.schema.json"); return "compiled"; } catch (e) { return (e as SpecError).message; } };
+    expect(refused({ type: "object", dependencies: { a: { required: ["b"] } } })).toMatch(/dependencies: not supported/);
+    expect(refused({ type: "object", dependentSchemas: { a: { required: ["b"] } } })).toMatch(/dependentSchemas: not supported/);
+    const names = Array.from({ length: 12 }, (_, i) => `p${i}`);
+    expect(refused({ type: "object", dependentRequired: Object.fromEntries(names.map((n, i) => [n, [names[(i + 1) % 12]!]])) })).toMatch(/dependentRequired: dependencies among more than 10 optional properties/);
+    expect(refused({ type: "object", required: ["a"], properties: { a: {} }, additionalProperties: false, dependentRequired: { a: ["z"] } })).toMatch(/required property "z" has a schema nothing satisfies/);
   });
 
   it("patternProperties whose names would need too large an automaton are refused, naming the limit", () => {
