@@ -21,6 +21,7 @@ import { canonicalText, evaluate, jsonEqual } from "./evaluate.js";
 import { SpecError } from "../diagnostics.js";
 import { formatGrammar } from "./formats.js";
 import { jsonSourceOf, parseJsonSource, pointerToken, spanOfPointer, type JsonSource } from "./json-source.js";
+import { boundedPattern } from "./bounded-pattern.js";
 import { KeyLanguageError, keyClasses, type KeyClass } from "./keys.js";
 import { parseRegex, regexToGbnf } from "./regex.js";
 
@@ -557,8 +558,18 @@ class Converter {
       const r = regexToGbnf(pattern);
       if ("error" in r) this.relax("pattern", ptr, r.error);
       else {
-        if (minL > 0 || maxL !== null) this.relax(minL > 0 ? "minLength" : "maxLength", ptr, "length bounds together with pattern are not supported");
-        return this.define(`"\\"" ${r.gbnf} "\\""`);
+        if (minL === 0 && maxL === null) return this.define(`"\\"" ${r.gbnf} "\\""`);
+        // With length bounds: the pattern's automaton counting characters (bounded-pattern.ts).
+        let g: string | null = null;
+        try {
+          g = boundedPattern(pattern, minL, maxL, () => this.fresh(), this.rules);
+        } catch (e) {
+          if (!(e instanceof KeyLanguageError)) throw e;
+          this.relax(minL > 0 ? "minLength" : "maxLength", ptr, `length bounds together with this pattern: ${e.message}`);
+          return this.define(`"\\"" ${r.gbnf} "\\""`);
+        }
+        if (g === null) throw this.error("E0904", "no string of the allowed length matches the pattern", ptr);
+        return g;
       }
     }
     if (minL === 0 && maxL === null) return "string";

@@ -29,9 +29,9 @@ export interface KeyClass {
   emit(fresh: () => string, rules: Map<string, string>): string;
 }
 
-interface Nfa { eps: number[][]; edges: { ranges: CpRange[]; to: number }[][]; accept: number }
+export interface Nfa { eps: number[][]; edges: { ranges: CpRange[]; to: number }[][]; accept: number }
 
-function buildNfa(root: RegexNode): Nfa {
+export function buildNfa(root: RegexNode): Nfa {
   const eps: number[][] = [];
   const edges: { ranges: CpRange[]; to: number }[][] = [];
   const state = (): number => {
@@ -84,7 +84,7 @@ function buildNfa(root: RegexNode): Nfa {
 }
 
 /** Counts work against MAX_WORK. */
-class Budget {
+export class Budget {
   private used = 0;
   spend(n: number): void {
     this.used += n;
@@ -92,7 +92,7 @@ class Budget {
   }
 }
 
-function closure(nfa: Nfa, set: Iterable<number>, budget: Budget): number[] {
+export function closure(nfa: Nfa, set: Iterable<number>, budget: Budget): number[] {
   const seen = new Set<number>();
   const stack = [...set];
   while (stack.length) {

@@ -195,7 +195,8 @@ export function rangesGbnf(ranges: CpRange[]): string {
   return `[${ranges.map(([a, b]) => (a === b ? u(a) : `${u(a)}-${u(b)}`)).join("")}]`;
 }
 
-function setGbnf(ranges: CpRange[]): string {
+/** GBNF for one character of `ranges` as JSON writes it (itself, or its escape). */
+export function setGbnf(ranges: CpRange[]): string {
   const plain = normalizeCodePoints(intersect(ranges, complementCodePoints(SPECIAL)));
   const alts: string[] = [];
   if (plain.length) alts.push(rangesGbnf(plain));

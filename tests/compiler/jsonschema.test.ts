@@ -151,6 +151,28 @@ describe("texts sampled from a schema with patternProperties validate with ajv",
   });
 });
 
+describe("texts sampled from patterns with length bounds validate with ajv", () => {
+  it("200 samples", () => {
+    const schema = {
+      type: "object",
+      properties: { code: { type: "string", pattern: "^[A-Z]{2}-?\\d+", minLength: 4, maxLength: 8 }, note: { type: "string", pattern: "\\s", maxLength: 5 } },
+      required: ["code", "note"],
+    };
+    const validate = validator(schema);
+    const c = compileJsonSchema(JSON.stringify(schema), "bp.schema.json");
+    const random = seededRandom(5);
+    let n = 0;
+    for (let i = 0; i < 200; i++) {
+      const s = sampleSentence(c.grammar.cfg, { random, depth: 6, maxBytes: 4000 });
+      if (!s) continue;
+      const t = new TextDecoder().decode(s);
+      n++;
+      expect({ t, valid: ajvVerdict(validate, t) }).toEqual({ t, valid: true });
+    }
+    expect(n).toBeGreaterThan(150);
+  });
+});
+
 describe("instance verdicts agree with ajv", () => {
   const cases: { schema: object; texts: string[] }[] = [
     { schema: { type: "integer", minimum: -5, exclusiveMaximum: 120 }, texts: ["-6", "-5", "0", "7", "119", "120", "-0", "1.0", "01"] },
@@ -158,6 +180,11 @@ describe("instance verdicts agree with ajv", () => {
     { schema: { type: "string", minLength: 2, maxLength: 3 }, texts: ['"a"', '"ab"', '"abc"', '"abcd"', '"\\n\\t"', '"é€"'] },
     { schema: { type: "string", pattern: "^[A-Z]{2}-\\d{3}$" }, texts: ['"AB-123"', '"AB-12"', '"ab-123"', '"XAB-123"'] },
     { schema: { type: "string", pattern: "a+b" }, texts: ['"aab"', '"xxabyy"', '"ba"', '""'] },
+    // A pattern with length bounds (bounded-pattern.ts): lengths in code points, escapes one each.
+    { schema: { type: "string", pattern: "^[a-z]+$", minLength: 2, maxLength: 4 }, texts: ['"a"', '"ab"', '"abcd"', '"abcde"', '"aB"', '""'] },
+    { schema: { type: "string", pattern: "x", maxLength: 3 }, texts: ['"x"', '"axb"', '"abcx"', '""', '"\\nx"', '"\\n\\tx"', '"\\n\\t\\rx"'] },
+    { schema: { type: "string", pattern: "^\\d{3}", minLength: 5 }, texts: ['"12345"', '"123"', '"1234567890"', '"12a45"', '"123ab"'] },
+    { schema: { type: "string", pattern: "é|😀", minLength: 1, maxLength: 2 }, texts: ['"é"', '"aé"', '"aaé"', '"😀😀"', '"😀😀😀"', '"a"'] },
     { schema: { type: "string", format: "date" }, texts: ['"2024-02-29"', '"2023-02-29"', '"1900-02-29"', '"2000-02-29"', '"2024-13-01"', '"2024-04-31"'] },
     { schema: { type: "string", format: "ipv4" }, texts: ['"1.2.3.4"', '"255.255.255.255"', '"256.1.1.1"', '"01.2.3.4"'] },
     { schema: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "array", prefixItems: [{ type: "integer" }, { type: "string" }], items: false, minItems: 1 }, texts: ["[]", "[1]", '[1,"a"]', '[1,"a",2]', '["a"]'] },
@@ -289,6 +316,7 @@ describe("diagnostics", () => {
     expect(code('{"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b", "required": ["x"]}, "b": {"$ref": "#/$defs/a"}}}')).toBe("E0905");
     expect(code("false")).toBe("E0904");
     expect(code('{"type": "integer", "minimum": 5, "maximum": 4}')).toBe("E0904");
+    expect(code('{"type": "string", "pattern": "^a{5}$", "maxLength": 3}')).toBe("E0904");
     expect(code('{"type": "object", "required": ["a"], "additionalProperties": false}')).toBe("E0904");
     expect(code('{"allOf": [{"enum": [1, 2]}, {"not": {"enum": [1, 2]}}]}')).toBe("E0904");
   });
