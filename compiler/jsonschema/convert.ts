@@ -22,7 +22,8 @@ import { SpecError } from "../diagnostics.js";
 import { formatGrammar } from "./formats.js";
 import { jsonSourceOf, parseJsonSource, pointerToken, spanOfPointer, type JsonSource } from "./json-source.js";
 import { boundedPattern } from "./bounded-pattern.js";
-import { KeyLanguageError, keyClasses, type KeyClass } from "./keys.js";
+import { keyClasses, type KeyClass } from "./keys.js";
+import { PatternAutomatonError } from "./pattern-automata.js";
 import { parseRegex, regexToGbnf } from "./regex.js";
 
 export interface JsonSchemaOptions {
@@ -564,7 +565,7 @@ class Converter {
         try {
           g = boundedPattern(pattern, minL, maxL, () => this.fresh(), this.rules);
         } catch (e) {
-          if (!(e instanceof KeyLanguageError)) throw e;
+          if (!(e instanceof PatternAutomatonError)) throw e;
           this.relax(minL > 0 ? "minLength" : "maxLength", ptr, `length bounds together with this pattern: ${e.message}`);
           return this.define(`"\\"" ${r.gbnf} "\\""`);
         }
@@ -706,7 +707,7 @@ class Converter {
       try {
         classes = keyClasses(allNames, patterns.map((p) => p.source));
       } catch (e) {
-        if (!(e instanceof KeyLanguageError)) throw e;
+        if (!(e instanceof PatternAutomatonError)) throw e;
         this.relax("patternProperties", ptr, e.message);
       }
       const alts: string[] = [];

@@ -11,98 +11,15 @@
  * JSON, never looser); its states are grouped by the set of patterns matched, and each group's
  * names are written as right-linear rules, one per state that can still reach the group.
  */
-import { normalizeCodePoints, type CpRange } from "../grammar/utf8.js";
-import { KEY_CHARS, parseRegex, rangesGbnf, type RegexNode } from "./regex.js";
-
-/** Past these the product automaton is refused (a schema error the caller words). */
-export const MAX_NFA_STATES = 20_000;
-export const MAX_DFA_STATES = 4_000;
-/** NFA states visited while building the DFA: bounds the time (a few hundred ms at most). */
-export const MAX_WORK = 2_000_000;
-
-export class KeyLanguageError extends Error {}
+import { normalizeCodePoints } from "../grammar/utf8.js";
+import { alphabet, Budget, closure, coReachable, MAX_DFA_STATES, movesOf, patternNfa, PatternAutomatonError, writeRules } from "./pattern-automata.js";
+import { KEY_CHARS, rangesGbnf } from "./regex.js";
 
 /** The names matching exactly the patterns `matched` (indices into the input), and no named key. */
 export interface KeyClass {
   matched: number[];
   /** Adds its rules (named by `fresh`) to `rules`; returns the GBNF of the whole key, quotes included. */
   emit(fresh: () => string, rules: Map<string, string>): string;
-}
-
-export interface Nfa { eps: number[][]; edges: { ranges: CpRange[]; to: number }[][]; accept: number }
-
-export function buildNfa(root: RegexNode): Nfa {
-  const eps: number[][] = [];
-  const edges: { ranges: CpRange[]; to: number }[][] = [];
-  const state = (): number => {
-    if (eps.length >= MAX_NFA_STATES) throw new KeyLanguageError(`the pattern's automaton would need more than ${MAX_NFA_STATES} states`);
-    eps.push([]);
-    edges.push([]);
-    return eps.length - 1;
-  };
-  /** Wires `n` from state `s`; returns its end state. */
-  const build = (n: RegexNode, s: number): number => {
-    switch (n.k) {
-      case "set": {
-        const t = state();
-        edges[s]!.push({ ranges: n.ranges, to: t });
-        return t;
-      }
-      case "seq": return n.items.reduce((at, item) => build(item, at), s);
-      case "alt": {
-        const t = state();
-        for (const a of n.alts) {
-          const a0 = state();
-          eps[s]!.push(a0);
-          eps[build(a, a0)]!.push(t);
-        }
-        return t;
-      }
-      case "rep": {
-        let at = s;
-        for (let i = 0; i < n.min; i++) at = build(n.body, at);
-        const t = state();
-        eps[at]!.push(t);
-        if (n.max === null) {
-          const loop = state();
-          eps[at]!.push(loop);
-          eps[build(n.body, loop)]!.push(loop, t);
-        } else {
-          for (let i = n.min; i < n.max; i++) {
-            at = build(n.body, at);
-            eps[at]!.push(t);
-          }
-        }
-        return t;
-      }
-    }
-  };
-  const start = state();
-  const accept = build(root, start);
-  if (start !== 0) throw new Error("unreachable");
-  return { eps, edges, accept };
-}
-
-/** Counts work against MAX_WORK. */
-export class Budget {
-  private used = 0;
-  spend(n: number): void {
-    this.used += n;
-    if (this.used > MAX_WORK) throw new KeyLanguageError(`the automaton of these patterns and property names would take more than ${MAX_WORK} steps to build`);
-  }
-}
-
-export function closure(nfa: Nfa, set: Iterable<number>, budget: Budget): number[] {
-  const seen = new Set<number>();
-  const stack = [...set];
-  while (stack.length) {
-    const s = stack.pop()!;
-    if (seen.has(s)) continue;
-    budget.spend(1);
-    seen.add(s);
-    for (const t of nfa.eps[s]!) stack.push(t);
-  }
-  return [...seen].sort((a, b) => a - b);
 }
 
 interface Trie { next: Map<number, number>[]; end: boolean[] }
@@ -130,43 +47,16 @@ function nameTrie(names: string[]): Trie {
 /**
  * The key classes of an object with `names` (its properties and required names) and `patterns`
  * (regex sources): one per set of patterns that some other name matches exactly. Throws
- * KeyLanguageError for a pattern regex.ts refuses, or past the limits.
+ * PatternAutomatonError for a pattern regex.ts refuses, or past the limits.
  */
 export function keyClasses(names: string[], patterns: string[]): KeyClass[] {
-  const nfas = patterns.map((p) => {
-    const r = parseRegex(p);
-    if ("error" in r) throw new KeyLanguageError(r.error);
-    return buildNfa(r.node);
-  });
+  const nfas = patterns.map(patternNfa);
   const trie = nameTrie(names);
   // The alphabet: the key characters cut at every boundary of a pattern's class or a name's character.
-  const cuts = new Set<number>();
-  for (const [a, b] of KEY_CHARS) { cuts.add(a); cuts.add(b + 1); }
-  for (const nfa of nfas) for (const es of nfa.edges) for (const e of es) for (const [a, b] of e.ranges) { cuts.add(a); cuts.add(b + 1); }
-  for (const m of trie.next) for (const c of m.keys()) { cuts.add(c); cuts.add(c + 1); }
-  const points = [...cuts].sort((a, b) => a - b);
-  const atoms: [number, number][] = [];
-  for (let i = 0; i + 1 < points.length; i++) {
-    const lo = points[i]!, hi = points[i + 1]! - 1;
-    if (KEY_CHARS.some(([a, b]) => a <= lo && hi <= b)) atoms.push([lo, hi]);
-  }
-  const atomOf = (lo: number): number => {
-    let a = 0, b = atoms.length - 1;
-    while (a < b) { const m = (a + b + 1) >> 1; if (atoms[m]![0] <= lo) a = m; else b = m - 1; }
-    return a;
-  };
-  // Per NFA state: atom → targets. Every atom lies wholly inside or outside each class.
-  const moves = nfas.map((nfa) => nfa.edges.map((es) => {
-    const m = new Map<number, number[]>();
-    for (const e of es) {
-      for (const [a, b] of e.ranges) {
-        let i = atomOf(a);
-        if (i < atoms.length && atoms[i]![1] < a) i++;
-        for (; i < atoms.length && atoms[i]![0] <= b; i++) (m.get(i) ?? m.set(i, []).get(i)!).push(e.to);
-      }
-    }
-    return m;
-  }));
+  const points: number[] = [];
+  for (const m of trie.next) for (const c of m.keys()) points.push(c, c + 1);
+  const atoms = alphabet(KEY_CHARS, nfas, points);
+  const moves = nfas.map((nfa) => movesOf(nfa, atoms));
   // The product DFA: per pattern a set of NFA states, and a trie node (-1: no name continues).
   type Q = { sets: number[][]; node: number };
   const ids = new Map<string, number>();
@@ -177,7 +67,7 @@ export function keyClasses(names: string[], patterns: string[]): KeyClass[] {
     const k = keyOf(q);
     let id = ids.get(k);
     if (id === undefined) {
-      if (qs.length >= MAX_DFA_STATES) throw new KeyLanguageError(`the automaton of these patterns and property names would need more than ${MAX_DFA_STATES} states`);
+      if (qs.length >= MAX_DFA_STATES) throw new PatternAutomatonError(`the automaton of these patterns and property names would need more than ${MAX_DFA_STATES} states`);
       id = qs.length;
       ids.set(k, id);
       qs.push(q);
@@ -207,9 +97,7 @@ export function keyClasses(names: string[], patterns: string[]): KeyClass[] {
     if (q.node >= 0 && trie.end[q.node]) return null; // a named key: not an other member
     return q.sets.map((s, p) => (s.includes(nfas[p]!.accept) ? p : -1)).filter((p) => p >= 0).join(",");
   };
-  // Per signature: the states that can reach a state with it (reverse reachability), then rules.
-  const back: number[][] = qs.map(() => []);
-  for (let i = 0; i < qs.length; i++) for (const t of trans[i]!.values()) back[t]!.push(i);
+  // Per signature: the states that can reach a state with it, written as rules when asked.
   const sigs = new Map<string, number[]>();
   for (let i = 0; i < qs.length; i++) {
     const g = signature(i);
@@ -217,24 +105,11 @@ export function keyClasses(names: string[], patterns: string[]): KeyClass[] {
   }
   const out: KeyClass[] = [];
   for (const [g, finals] of [...sigs].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) {
-    const live = new Set<number>(finals);
-    const stack = [...finals];
-    while (stack.length) for (const p of back[stack.pop()!]!) if (!live.has(p)) { live.add(p); stack.push(p); }
+    const live = coReachable(trans, finals);
     if (!live.has(0)) continue;
     const final = new Set(finals);
-    const emit = (fresh: () => string, rules: Map<string, string>): string => {
-      const name = new Map<number, string>();
-      for (const s of live) name.set(s, fresh());
-      for (const s of live) {
-        const byTarget = new Map<number, CpRange[]>();
-        for (const [a, t] of trans[s]!) if (live.has(t)) (byTarget.get(t) ?? byTarget.set(t, []).get(t)!).push(atoms[a]!);
-        const alts: string[] = [];
-        if (final.has(s)) alts.push('"\\""');
-        for (const [t, ranges] of byTarget) alts.push(`${rangesGbnf(normalizeCodePoints(ranges))} ${name.get(t)!}`);
-        rules.set(name.get(s)!, alts.join(" | "));
-      }
-      return `"\\"" ${name.get(0)!}`;
-    };
+    const emit = (fresh: () => string, rules: Map<string, string>): string =>
+      writeRules(live, trans, atoms, (s) => final.has(s), (ranges) => rangesGbnf(normalizeCodePoints(ranges)), fresh, rules);
     out.push({ matched: g === "" ? [] : g.split(",").map(Number), emit });
   }
   return out;

@@ -102,23 +102,27 @@ describe.skipIf(!existsSync(LLAMACPP_CASES))("llama.cpp's JSON Schema cases", ()
   }
 });
 
+/** `tries` sentences sampled from the compiled schema (seeded), each checked valid with ajv: the texts. */
+function validSamples(text: string, file: string, seed: number, tries: number): string[] {
+  const validate = validator(JSON.parse(text) as object);
+  const c = compileJsonSchema(text, file);
+  const random = seededRandom(seed);
+  const texts: string[] = [];
+  for (let i = 0; i < tries; i++) {
+    const s = sampleSentence(c.grammar.cfg, { random, depth: 6, maxBytes: 4000 });
+    if (!s) continue;
+    const t = new TextDecoder().decode(s);
+    expect({ t, valid: ajvVerdict(validate, t) }).toEqual({ t, valid: true });
+    texts.push(t);
+  }
+  return texts;
+}
+
 describe("texts sampled from a compiled schema validate with ajv", () => {
   const schemas = ["tool-call", "tree", "event"].map((n) => join(root, "examples", "schemas", `${n}.schema.json`));
   for (const f of schemas) {
     it(f.split("/").pop()!, () => {
-      const text = readFileSync(f, "utf8");
-      const validate = validator(JSON.parse(text) as object);
-      const c = compileJsonSchema(text, f);
-      const random = seededRandom(7);
-      let n = 0;
-      for (let i = 0; i < 300; i++) {
-        const s = sampleSentence(c.grammar.cfg, { random, depth: 6, maxBytes: 4000 });
-        if (!s) continue;
-        const t = new TextDecoder().decode(s);
-        n++;
-        expect({ t, valid: ajvVerdict(validate, t) }).toEqual({ t, valid: true });
-      }
-      expect(n).toBeGreaterThan(100);
+      expect(validSamples(readFileSync(f, "utf8"), f, 7, 300).length).toBeGreaterThan(100);
     });
   }
 });
@@ -133,16 +137,8 @@ describe("texts sampled from a schema with patternProperties validate with ajv",
     additionalProperties: { type: "boolean" },
   };
   it("300 samples, every key class reached", () => {
-    const text = JSON.stringify(schema);
-    const validate = validator(schema);
-    const c = compileJsonSchema(text, "pp.schema.json");
-    const random = seededRandom(11);
     const seen = new Set<string>();
-    for (let i = 0; i < 300; i++) {
-      const s = sampleSentence(c.grammar.cfg, { random, depth: 6, maxBytes: 4000 });
-      if (!s) continue;
-      const t = new TextDecoder().decode(s);
-      expect({ t, valid: ajvVerdict(validate, t) }).toEqual({ t, valid: true });
+    for (const t of validSamples(JSON.stringify(schema), "pp.schema.json", 11, 300)) {
       for (const k of Object.keys(JSON.parse(t) as object)) {
         seen.add([/^x-/.test(k) ? "x" : "", /_n$/u.test(k) ? "n" : "", /^[a-z_]{1,3}$/u.test(k) ? "az" : "", k in schema.properties ? "named" : ""].join(""));
       }
@@ -158,18 +154,7 @@ describe("texts sampled from patterns with length bounds validate with ajv", () 
       properties: { code: { type: "string", pattern: "^[A-Z]{2}-?\\d+", minLength: 4, maxLength: 8 }, note: { type: "string", pattern: "\\s", maxLength: 5 } },
       required: ["code", "note"],
     };
-    const validate = validator(schema);
-    const c = compileJsonSchema(JSON.stringify(schema), "bp.schema.json");
-    const random = seededRandom(5);
-    let n = 0;
-    for (let i = 0; i < 200; i++) {
-      const s = sampleSentence(c.grammar.cfg, { random, depth: 6, maxBytes: 4000 });
-      if (!s) continue;
-      const t = new TextDecoder().decode(s);
-      n++;
-      expect({ t, valid: ajvVerdict(validate, t) }).toEqual({ t, valid: true });
-    }
-    expect(n).toBeGreaterThan(150);
+    expect(validSamples(JSON.stringify(schema), "bp.schema.json", 5, 200).length).toBeGreaterThan(150);
   });
 });
 
