@@ -23,7 +23,8 @@ import { formatGrammar } from "./formats.js";
 import { jsonSourceOf, parseJsonSource, pointerToken, spanOfPointer, type JsonSource } from "./json-source.js";
 import { boundedPattern } from "./bounded-pattern.js";
 import { keyClasses, type KeyClass } from "./keys.js";
-import { PatternAutomatonError } from "./pattern-automata.js";
+import { exactlyOneObject, type OneOfHost } from "./one-of.js";
+import { PatternAutomatonError, patternsDisjoint } from "./pattern-automata.js";
 import { parseRegex, regexToGbnf } from "./regex.js";
 
 export interface JsonSchemaOptions {
@@ -194,7 +195,10 @@ class Converter {
         if (!Array.isArray(branches) || branches.length === 0) throw this.error("E0903", `${k} takes a non-empty array of schemas`, `${ptr}/${k}`);
         const rest = Object.fromEntries(Object.entries(s).filter(([key]) => key !== k));
         const merged = branches.map((b, i) => (hasValidation(rest) ? this.merge(rest, this.deref(b, `${ptr}/${k}/${i}`), ptr, `${ptr}/${k}/${i}`) : b));
-        if (k === "oneOf") this.checkDisjoint(merged, `${ptr}/${k}`);
+        if (k === "oneOf") {
+          const exact = this.oneOf(merged, `${ptr}/${k}`);
+          if (exact !== undefined) return exact;
+        }
         const alts = merged.flatMap((b, i) => {
           const e = this.tryExpr(b, `${ptr}/${k}/${i}`);
           return e === null ? [] : [e];
@@ -401,21 +405,42 @@ class Converter {
   }
 
   /**
-   * oneOf is anyOf when no value can satisfy two branches. specc proves that pair by pair
-   * (`disjoint`), or refuses the schema (exactly one must hold, which a grammar of alternatives
-   * cannot say otherwise).
+   * oneOf is anyOf when no value can satisfy two branches: specc proves that pair by pair
+   * (`disjoint`), and then returns undefined (the caller writes the alternatives). Otherwise, where
+   * every branch is a plain object schema, one-of.ts writes "exactly one" itself; else the schema
+   * is refused (lenient: undefined, the alternatives).
    */
-  private checkDisjoint(branches: unknown[], ptr: string): void {
+  private oneOf(branches: unknown[], ptr: string): string | undefined {
     const ds = branches.map((b, i) => this.deref(b, `${ptr}/${i}`));
-    const fail = (why: string) => this.relax("oneOf", ptr.slice(0, ptr.lastIndexOf("/")), `specc cannot prove that ${why} (exactly one must hold)`);
+    let why: string | null = null;
     if (ds.length > MAX_PAIRWISE_BRANCHES) {
-      if (!this.discriminated(ds)) fail(`no value satisfies two of its ${ds.length} branches (past ${MAX_PAIRWISE_BRANCHES} branches, only a value list per branch, or an object property every branch requires with a value list per branch, is compared)`);
-      return;
+      if (!this.discriminated(ds)) why = `no value satisfies two of its ${ds.length} branches (past ${MAX_PAIRWISE_BRANCHES} branches, only a value list per branch, or an object property every branch requires with a value list per branch, is compared)`;
+    } else {
+      for (let i = 0; i < ds.length && why === null; i++) {
+        for (let j = i + 1; j < ds.length; j++) if (!this.disjoint(ds[i]!, ds[j]!, ptr, 0)) { why = `no value satisfies both branch ${i} and branch ${j}`; break; }
+      }
     }
-    for (let i = 0; i < ds.length; i++) {
-      for (let j = i + 1; j < ds.length; j++) if (!this.disjoint(ds[i]!, ds[j]!, ptr, 0)) return void fail(`no value satisfies both branch ${i} and branch ${j}`);
+    if (why === null) return undefined;
+    const exact = exactlyOneObject(this.oneOfHost, ds, ptr);
+    if (typeof exact !== "string") {
+      if (exact.gbnf === null) throw this.error("E0904", "no object satisfies exactly one branch of oneOf", ptr);
+      return this.define(exact.gbnf);
     }
+    this.relax("oneOf", ptr.slice(0, ptr.lastIndexOf("/")), `specc cannot prove that ${why} (exactly one must hold), nor write "exactly one": ${exact}`);
+    return undefined;
   }
+
+  private readonly oneOfHost: OneOfHost = {
+    deref: (s, ptr) => { const d = this.deref(s, ptr); return isObj(d) && Array.isArray(d["allOf"]) ? this.mergeAll(d, ptr) : d; },
+    constrains: (s) => Object.keys(s).filter((k) => HANDLED.has(k)),
+    expr: (s, ptr) => this.tryExpr(s, ptr),
+    disjoint: (a, b, ptr) => this.disjoint(a as Schema, b as Schema, ptr, 0),
+    literal: constGbnf,
+    stringNotIn: (values) => this.keyNotIn(values),
+    fresh: () => this.fresh(),
+    setRule: (name, body) => void this.rules.set(name, body),
+    canonical: canonicalText,
+  };
 
   /**
    * The proofs of `disjoint` that take one pass over many branches: every branch lists its values
@@ -469,7 +494,14 @@ class Converter {
     const ta = typesOf(a), tb = typesOf(b);
     const both = [...ta].filter((t) => tb.has(t));
     if (both.length === 0) return true;
-    if (both.some((t) => t !== "object")) return false;
+    if (both.some((t) => t !== "object" && t !== "string")) return false;
+    if (both.includes("string")) {
+      // Strings: patterns that no string matches both.
+      const pa = a["pattern"], pb = b["pattern"];
+      if (typeof pa !== "string" || typeof pb !== "string") return false;
+      try { if (!patternsDisjoint(pa, pb)) return false; } catch (e) { if (e instanceof PatternAutomatonError) return false; throw e; }
+      if (!both.includes("object")) return true;
+    }
     const props = (x: Record<string, unknown>) => (isObj(x["properties"]) ? (x["properties"] as Record<string, unknown>) : {});
     const forbids = (x: Record<string, unknown>, k: string) =>
       props(x)[k] === false || (!Object.hasOwn(props(x), k) && x["additionalProperties"] === false &&
@@ -826,7 +858,9 @@ class Converter {
   }
 
   /** A JSON string (no escapes) that is none of `names`: a trie, left at the first difference. */
-  private keyNotIn(names: string[]): string {
+  private keyNotIn(names0: string[]): string {
+    // A name with a character only an escape writes is never spelled here: nothing to exclude.
+    const names = names0.filter((n) => !/["\\\u0000-\u001f]/.test(n));
     if (names.length === 0) return "key";
     interface Node { next: Map<string, Node>; end: boolean }
     const root: Node = { next: new Map(), end: false };

@@ -7,7 +7,7 @@
  * that can still reach an accepting one and write them as right-linear GBNF rules. Every step is
  * bounded (states, and NFA states visited), so a hostile pattern is refused quickly.
  */
-import type { CpRange } from "../grammar/utf8.js";
+import { complementCodePoints, type CpRange } from "../grammar/utf8.js";
 import { parseRegex, type RegexNode } from "./regex.js";
 
 /** Past these an automaton is refused (a schema error the caller words). */
@@ -168,4 +168,39 @@ export function writeRules(live: Set<number>, trans: readonly Map<number, number
     rules.set(name.get(s)!, alts.join(" | "));
   }
   return `"\\"" ${name.get(0)!}`;
+}
+
+/**
+ * Whether no string matches both patterns: the two NFAs run side by side (as sets of states) until
+ * both accept at once (false) or every pair of sets is seen (true). PatternAutomatonError for a
+ * pattern regex.ts refuses, or past the limits.
+ */
+export function patternsDisjoint(a: string, b: string): boolean {
+  const na = patternNfa(a), nb = patternNfa(b);
+  const budget = new Budget();
+  const atoms = alphabet(complementCodePoints([]), [na, nb]);
+  const ma = movesOf(na, atoms), mb = movesOf(nb, atoms);
+  const seen = new Set<string>();
+  const queue: [number[], number[]][] = [];
+  const visit = (x: number[], y: number[]) => {
+    const k = `${x.join(",")}|${y.join(",")}`;
+    if (seen.has(k)) return;
+    if (seen.size >= MAX_DFA_STATES) throw new PatternAutomatonError(`comparing the patterns would need more than ${MAX_DFA_STATES} states`);
+    seen.add(k);
+    queue.push([x, y]);
+  };
+  visit(closure(na, [0], budget), closure(nb, [0], budget));
+  while (queue.length) {
+    const [x, y] = queue.pop()!;
+    if (x.includes(na.accept) && y.includes(nb.accept)) return false;
+    for (let i = 0; i < atoms.length; i++) {
+      budget.spend(x.length + y.length);
+      const tx: number[] = [], ty: number[] = [];
+      for (const s of x) for (const t of ma[s]!.get(i) ?? []) tx.push(t);
+      if (!tx.length) continue;
+      for (const s of y) for (const t of mb[s]!.get(i) ?? []) ty.push(t);
+      if (ty.length) visit(closure(na, tx, budget), closure(nb, ty, budget));
+    }
+  }
+  return true;
 }

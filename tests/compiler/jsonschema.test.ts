@@ -218,6 +218,17 @@ describe("instance verdicts agree with ajv", () => {
     { schema: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { b: { type: "integer" } }, additionalProperties: { type: "boolean" }, dependentRequired: { x: ["b"] } }, texts: ['{"x":true}', '{"b":1,"x":true}', '{"b":1,"x":1}', '{"b":1,"y":false}', '{"y":false}'] },
     { schema: { type: "object", properties: { card: { type: "string" }, billing: { type: "string" }, name: { type: "string" } }, dependencies: { card: ["billing", "name"], billing: {} } }, texts: ['{"card":"1"}', '{"card":"1","billing":"x"}', '{"card":"1","billing":"x","name":"n"}', '{"billing":"x"}', "{}"] },
     { schema: { type: "object", required: ["kind"], oneOf: [{ properties: { kind: { enum: ["a", "b"] }, n: { type: "integer" } } }, { properties: { kind: { const: "c" }, s: { type: "string" } } }] }, texts: ['{"kind":"a","n":1}', '{"kind":"c","s":"x"}', '{"kind":"c","n":1}', '{"kind":"d"}', '{"n":1}'] },
+    // oneOf whose branches overlap, exact (compiler/jsonschema/one-of.ts): members narrow the set of
+    // branches still satisfied; an object ends where exactly one holds with its required names.
+    { schema: { oneOf: [{ type: "object", required: ["a"] }, { type: "object", required: ["b"] }] }, texts: ['{"a":1}', '{"b":2}', '{"a":1,"b":2}', "{}", '{"c":1}', '{"a":1,"c":3}', "5"] },
+    { schema: { oneOf: [{ type: "object", properties: { red: { type: "string" } } }, { type: "object", properties: { blue: { type: "string" } } }] }, texts: ["{}", '{"red":"x"}', '{"red":1}', '{"blue":1}', '{"red":1,"blue":"b"}', '{"red":1,"blue":1}', '{"red":"x","blue":"y"}', '{"red":"x","z":[]}'] },
+    { schema: { oneOf: [{ properties: { kind: { enum: ["a", "b"] }, v: { type: "string" } } }, { properties: { kind: { const: "b" }, v: { type: ["string", "null"] } } }] }, texts: ['{"kind":"a"}', '{"kind":"b"}', '{"kind":"b","v":null}', '{"kind":"c"}', '{"v":"s"}', '{"v":null}', '{"x":1}', '"s"', "null"] },
+    { schema: { oneOf: [{ required: ["status"], properties: { status: { type: "string", pattern: "^ok$" } } }, { required: ["status"], properties: { status: { type: "string", pattern: "^fail$" } } }] }, texts: ['{"status":"ok"}', '{"status":"fail"}', '{"status":"no"}', "{}", '"ok"', "null"] },
+    { schema: { oneOf: [{ type: ["object", "string"], required: ["a"] }, { type: ["object", "null"], required: ["b"] }] }, texts: ['"s"', "null", "1", '{"a":1}', '{"b":1}', '{"a":1,"b":1}'] },
+    { schema: { oneOf: [{ type: "object", properties: { n: { type: "integer" } }, required: ["n"] }, { type: "object", required: ["n"] }] }, texts: ['{"n":1}', '{"n":1.5}', '{"n":"s"}', '{"n":2.0}', '{"n":-0.05}', "{}"] },
+    { schema: { oneOf: [{ type: "integer" }, { type: "number" }] }, texts: ["1", "1.5", "1.0", "-0.25", "2.500", "true"] },
+    // Patterns no string matches both: oneOf proved disjoint (pattern-automata.ts).
+    { schema: { oneOf: [{ type: "string", pattern: "^a" }, { type: "string", pattern: "^b" }] }, texts: ['"ab"', '"ba"', '"c"', '""'] },
   ];
   for (const { schema, texts } of cases) {
     it(JSON.stringify(schema).slice(0, 90), async () => {
@@ -228,6 +239,33 @@ describe("instance verdicts agree with ajv", () => {
       expectAgreesWithAjv(s.accepts, validate, texts, ["-0", "1.0", "0e5", "1e-9"]);
     });
   }
+});
+
+describe("oneOf over overlapping object branches (one-of.ts)", () => {
+  it("other strings beside listed ones are written without escapes: stricter, never looser", async () => {
+    const schema = { oneOf: [{ type: "object", properties: { k: { enum: ["x"] } }, required: ["k"] }, { type: "object", properties: { k: { type: "string" } } }] };
+    const s = await speccOf(schema);
+    // "\u0078" is "x": both branches hold, so it is refused; "\n" is another string, refused by design.
+    expectAgreesWithAjv(s.accepts, validator(schema), ['{"k":"x"}', '{"k":"y"}', '{"k":"xy"}', "{}", '{"k":1}', '{"k":"\\u0078"}', '{"k":"\\n"}'], ['{"k":"\\n"}']);
+  });
+  it("300 sampled texts validate with ajv, and each branch is the one that holds in some", () => {
+    const schema = {
+      type: "object", required: ["id"], properties: { id: { type: "integer" } },
+      oneOf: [
+        { properties: { kind: { enum: ["a", "b"] }, size: { type: "integer" } }, required: ["size"] },
+        { properties: { kind: { const: "b" }, size: { type: ["string", "null"] }, tag: { type: "string" } } },
+        { properties: { tag: { type: "boolean" } }, required: ["tag"] },
+      ],
+    };
+    const branch = schema.oneOf.map((b) => validator({ type: "object", ...b }));
+    const held = new Set<number>();
+    for (const t of validSamples(JSON.stringify(schema), "oneof.schema.json", 3, 300)) {
+      const ok = branch.map((v) => v(JSON.parse(t)));
+      expect(ok.filter(Boolean).length).toBe(1);
+      held.add(ok.indexOf(true));
+    }
+    expect([...held].sort()).toEqual([0, 1, 2]);
+  });
 });
 
 describe("next to a strict bound, a number never reads as the bound", () => {
@@ -323,16 +361,20 @@ describe("diagnostics", () => {
     expect(refused({ type: "object", patternProperties: { "^x-": { type: "integer" } } })).toBe("compiled");
   });
 
-  it("a oneOf whose branches no proof tells apart is refused, naming the pair", () => {
-    // {"a": 1, "b": 2} satisfies both: anyOf would accept it, oneOf must not.
+  it("a oneOf whose branches no proof tells apart, and that one-of.ts cannot write, is refused, naming the pair and why", () => {
+    // "abc" satisfies both: anyOf would accept it, oneOf must not; strings with length bounds are
+    // not object branches.
     let err: SpecError | undefined;
-    try { jsonSchemaToGbnf('{"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]}', "x.schema.json"); } catch (e) { err = e as SpecError; }
+    try { jsonSchemaToGbnf('{"oneOf": [{"type": "string", "maxLength": 3}, {"type": "string", "minLength": 2}]}', "x.schema.json"); } catch (e) { err = e as SpecError; }
     expect(err?.code).toBe("E0902");
-    expect(err?.message).toMatch(/oneOf: specc cannot prove that no value satisfies both branch 0 and branch 1/);
-    // Without "type", 5 satisfies both (required applies to objects only); with it on one side,
-    // no value does, since that side requires what the other forbids.
-    expect(() => jsonSchemaToGbnf('{"oneOf": [{"required": ["a"], "additionalProperties": false}, {"required": ["b"]}]}', "x.schema.json")).toThrow(/cannot prove/);
-    expect(() => jsonSchemaToGbnf('{"oneOf": [{"required": ["a"], "additionalProperties": false}, {"type": "object", "required": ["b"]}]}', "x.schema.json")).not.toThrow();
+    expect(err?.message).toMatch(/oneOf: specc cannot prove that no value satisfies both branch 0 and branch 1 \(exactly one must hold\), nor write "exactly one": branch 0 uses maxLength/);
+    // Patterns that overlap ("ab" matches both); a property whose schemas differ by more than
+    // types and value lists.
+    expect(() => jsonSchemaToGbnf('{"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b$"}]}', "x.schema.json")).toThrow(/branch 0 uses pattern/);
+    expect(() => jsonSchemaToGbnf('{"oneOf": [{"type": "object", "properties": {"a": {"type": "string", "maxLength": 2}}}, {"type": "object"}]}', "x.schema.json"))
+      .toThrow(/their schemas for one property differ, and one of them is more than a type or a list of values \("a"\)/);
+    // No object satisfies exactly one of two equal branches.
+    expect(() => jsonSchemaToGbnf('{"oneOf": [{"type": "object"}, {"type": "object", "description": "the same"}]}', "x.schema.json")).toThrow(/E0904|no object satisfies exactly one branch/);
   });
 
   it("--any-order: small objects take their properties in any order, each at most once", async () => {
