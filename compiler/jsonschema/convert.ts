@@ -23,7 +23,7 @@ import { formatGrammar } from "./formats.js";
 import { jsonSourceOf, parseJsonSource, pointerToken, spanOfPointer, type JsonSource } from "./json-source.js";
 import { boundedPattern } from "./bounded-pattern.js";
 import { keyClasses, type KeyClass } from "./keys.js";
-import { exactlyOneObject, type OneOfHost } from "./one-of.js";
+import { exactlyOneObject, NON_INTEGER, otherValues, type OneOfHost } from "./one-of.js";
 import { PatternAutomatonError, patternsDisjoint } from "./pattern-automata.js";
 import { parseRegex, regexToGbnf } from "./regex.js";
 
@@ -207,6 +207,7 @@ class Converter {
         return alts.length === 1 ? alts[0]! : this.define(alts.join(" | "));
       }
     }
+    if ("not" in s) { const e = this.notValues(s, ptr); if (e !== undefined) return e; }
     for (const k of ["not", "if", "then", "else", "dependentSchemas", "dependencies", "dependentRequired", "unevaluatedProperties", "unevaluatedItems", "propertyNames", "contains", "minContains", "maxContains"]) {
       if (k in s) {
         if (k === "unevaluatedProperties" || k === "unevaluatedItems") { if (s[k] === true) continue; }
@@ -512,6 +513,37 @@ class Converter {
         (Object.hasOwn(props(x), k) && Object.hasOwn(props(y), k) && this.disjoint(props(x)[k] as Schema, props(y)[k] as Schema, ptr, depth + 1)));
     };
     return oneWay(a, b) || oneWay(b, a);
+  }
+
+  /**
+   * `not` of a value list or of a set of types, beside nothing but `type`: the values of the allowed
+   * types minus those (one-of.ts `otherValues`); undefined where that cannot be written.
+   */
+  private notValues(s: Record<string, unknown>, ptr: string): string | undefined {
+    if (Object.keys(s).some((k) => HANDLED.has(k) && k !== "type" && k !== "not")) return undefined;
+    let inner: Schema;
+    try { inner = this.deref(s["not"], `${ptr}/not`); } catch { return undefined; }
+    if (!isObj(inner) || Object.keys(inner).some((k) => HANDLED.has(k) && !["type", "enum", "const"].includes(k))) return undefined;
+    const innerTypes = this.types(inner, `${ptr}/not`);
+    if (innerTypes.has("number")) innerTypes.add("integer");
+    const listed = valueList(inner)?.filter((v) => innerTypes.has(typeOfValue(v)));
+    const types = this.types(s, ptr);
+    const alts: string[] = [];
+    for (const t of ["null", "boolean", "number", "integer", "string", "array", "object"] as const) {
+      if (!types.has(t) || (t === "integer" && types.has("number"))) continue;
+      if (listed === undefined) {
+        // not {type: ...}: the types it does not name.
+        if (innerTypes.has(t)) continue;
+        if (t === "number" && innerTypes.has("integer")) { alts.push(NON_INTEGER); continue; }
+        alts.push(...(otherValues(t, [], this.oneOfHost) ?? []));
+        continue;
+      }
+      const rest = otherValues(t, listed, this.oneOfHost);
+      if (rest === undefined) return undefined;
+      alts.push(...rest);
+    }
+    if (alts.length === 0) throw this.error("E0904", "no value satisfies not (beside type)", ptr);
+    return alts.length === 1 ? alts[0]! : this.define(alts.join(" | "));
   }
 
   private enumExpr(s: Record<string, unknown>, ptr: string): string {

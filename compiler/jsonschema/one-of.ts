@@ -49,7 +49,7 @@ const MAX_BRANCHES = 16;
 const MAX_TRACKED = 10;
 const MAX_STATES = 4_000;
 
-type JType = "null" | "boolean" | "object" | "array" | "number" | "integer" | "string";
+export type JType = "null" | "boolean" | "object" | "array" | "number" | "integer" | "string";
 const ALL_TYPES: JType[] = ["null", "boolean", "object", "array", "number", "integer", "string"];
 /** The generic GBNF rule (convert.ts's BASE) of any value of each type. */
 const TYPE_RULE: Record<JType, string> = {
@@ -60,7 +60,7 @@ const TYPE_RULE: Record<JType, string> = {
  * Numbers that are not integers, written without an exponent (stricter: `1.5e0` is refused, as
  * convert.ts's integers refuse `1.0`): a fraction with a digit that is not 0.
  */
-const NON_INTEGER = '( "-"? ( "0" | [1-9] [0-9]* ) "." [0-9]* [1-9] [0-9]* )';
+export const NON_INTEGER = '( "-"? ( "0" | [1-9] [0-9]* ) "." [0-9]* [1-9] [0-9]* )';
 
 interface Branch { types: Set<JType>; props: Record<string, unknown>; required: string[]; additional: unknown }
 /** A class of a name's values: the branches that accept them (bit i = branch i) and their GBNF. */
@@ -77,6 +77,20 @@ function typeOf(v: unknown): JType {
   if (typeof v === "string") return "string";
   if (typeof v === "number") return Number.isInteger(v) ? "integer" : "number";
   return Array.isArray(v) ? "array" : "object";
+}
+
+/**
+ * GBNF alternatives for the values of `type` ("number": all numbers) that are not `listed` (values
+ * of other types there are ignored); undefined where specc cannot write them (numbers, objects or
+ * arrays beside listed ones of their type). Other strings are written without escapes (stricter).
+ */
+export function otherValues(type: JType, listed: unknown[], host: Pick<OneOfHost, "literal" | "stringNotIn">): string[] | undefined {
+  const mine = listed.filter((v) => typeOf(v) === type || (type === "number" && typeOf(v) === "integer"));
+  if (mine.length === 0) return [TYPE_RULE[type]];
+  if (type === "null") return [];
+  if (type === "boolean") return [true, false].filter((b) => !mine.includes(b)).map((b) => host.literal(b));
+  if (type === "string") return [host.stringNotIn(mine as string[])];
+  return undefined;
 }
 
 /** Keywords whose value is a schema, a list of schemas, or a map of names to schemas. */
@@ -193,12 +207,9 @@ export function exactlyOneObject(host: OneOfHost, branches: unknown[], ptr: stri
       const alive = t === "integer" ? intAlive : aliveOf((x) => x.types.has(t));
       if (!alive) continue;
       const type: JType = t === "integer" && numAlive === intAlive ? "number" : t;
-      const mine = listed.filter((v) => typeOf(v) === t || (type === "number" && typeOf(v) === "number"));
-      if (mine.length === 0) { add(alive, TYPE_RULE[type]); continue; }
-      if (t === "null") continue;
-      if (t === "boolean") { for (const b of [true, false]) if (!mine.includes(b)) add(alive, host.literal(b)); continue; }
-      if (t === "string") { add(alive, host.stringNotIn(mine as string[])); continue; }
-      return `specc cannot write the ${type}s other than the listed ones`;
+      const rest = otherValues(type, listed, host);
+      if (rest === undefined) return `specc cannot write the ${type}s other than the listed ones`;
+      for (const g of rest) add(alive, g);
     }
     return [...groups].map(([alive, gs]) => ({ alive, gbnf: gs.length === 1 ? gs[0]! : `( ${gs.join(" | ")} )` }));
   };

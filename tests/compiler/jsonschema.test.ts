@@ -227,6 +227,12 @@ describe("instance verdicts agree with ajv", () => {
     { schema: { oneOf: [{ type: ["object", "string"], required: ["a"] }, { type: ["object", "null"], required: ["b"] }] }, texts: ['"s"', "null", "1", '{"a":1}', '{"b":1}', '{"a":1,"b":1}'] },
     { schema: { oneOf: [{ type: "object", properties: { n: { type: "integer" } }, required: ["n"] }, { type: "object", required: ["n"] }] }, texts: ['{"n":1}', '{"n":1.5}', '{"n":"s"}', '{"n":2.0}', '{"n":-0.05}', "{}"] },
     { schema: { oneOf: [{ type: "integer" }, { type: "number" }] }, texts: ["1", "1.5", "1.0", "-0.25", "2.500", "true"] },
+    // not of a value list or of types, beside type only: the other values.
+    { schema: { type: "string", not: { enum: ["a", "b"] } }, texts: ['"a"', '"b"', '"c"', '"ab"', '""', "1"] },
+    { schema: { not: { type: ["string", "object"] } }, texts: ['"a"', "1", "null", "[]", "{}", "true"] },
+    { schema: { type: "number", not: { type: "integer" } }, texts: ["1", "1.5", "-2.25", "2.0", '"x"'] },
+    { schema: { not: { const: null } }, texts: ["null", "0", '"null"', "false"] },
+    { schema: { type: "object", properties: { country: { not: { type: "string", enum: ["CAN", "USA"] } } } }, texts: ['{"country":"CAN"}', '{"country":"MEX"}', '{"country":5}', '{"country":null}'] },
     // Patterns no string matches both: oneOf proved disjoint (pattern-automata.ts).
     { schema: { oneOf: [{ type: "string", pattern: "^a" }, { type: "string", pattern: "^b" }] }, texts: ['"ab"', '"ba"', '"c"', '""'] },
   ];
@@ -373,6 +379,9 @@ describe("diagnostics", () => {
     expect(() => jsonSchemaToGbnf('{"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b$"}]}', "x.schema.json")).toThrow(/branch 0 uses pattern/);
     expect(() => jsonSchemaToGbnf('{"oneOf": [{"type": "object", "properties": {"a": {"type": "string", "maxLength": 2}}}, {"type": "object"}]}', "x.schema.json"))
       .toThrow(/their schemas for one property differ, and one of them is more than a type or a list of values \("a"\)/);
+    // not beside other keywords, or of listed numbers.
+    expect(() => jsonSchemaToGbnf('{"type": "integer", "not": {"enum": [1]}}', "x.schema.json")).toThrow(/not: not supported/);
+    expect(() => jsonSchemaToGbnf('{"type": "string", "maxLength": 3, "not": {"enum": ["a"]}}', "x.schema.json")).toThrow(/not: not supported/);
     // No object satisfies exactly one of two equal branches.
     expect(() => jsonSchemaToGbnf('{"oneOf": [{"type": "object"}, {"type": "object", "description": "the same"}]}', "x.schema.json")).toThrow(/E0904|no object satisfies exactly one branch/);
   });
