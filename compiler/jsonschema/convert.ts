@@ -594,12 +594,14 @@ class Converter {
     }
     if (lo === null && hi === null) return "number";
     if (hi === null && lo === 0 && !loX) return "nonnegnumber";
-    if ((lo === null || Number.isSafeInteger(lo)) && (hi === null || Number.isSafeInteger(hi))) {
-      const g = boundedDecimal(lo === null ? null : BigInt(lo), loX, hi === null ? null : BigInt(hi), hiX);
+    const dLo = lo === null ? null : Number.isSafeInteger(lo) ? { neg: lo < 0, i: BigInt(Math.abs(lo)), f: "" } : decimalOf(lo);
+    const dHi = hi === null ? null : Number.isSafeInteger(hi) ? { neg: hi < 0, i: BigInt(Math.abs(hi)), f: "" } : decimalOf(hi);
+    if ((lo === null || dLo !== null) && (hi === null || dHi !== null)) {
+      const g = boundedDecimal(dLo, loX, dHi, hiX);
       if (g === null) throw this.error("E0904", "no number lies between the bounds", ptr);
       return this.define(g);
     }
-    for (const k of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]) if (k in s) this.relax(k, ptr, "bounds on numbers must be whole numbers (fractional bounds are not supported)");
+    for (const k of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]) if (k in s) this.relax(k, ptr, `bounds on numbers must be written without an exponent in at most ${MAX_EXACT_DIGITS} significant digits`);
     return "number";
   }
 
@@ -940,14 +942,95 @@ export function intRange(a: bigint | null, b: bigint | null): string {
   return alts.length ? alts.join(" | ") : '"0" "x"';
 }
 
+/** A decimal bound: sign, integer part and fraction digits (no trailing zeros). */
+interface Dec { neg: boolean; i: bigint; f: string }
+
 /**
- * Decimal numbers x with lo ≤ x ≤ hi (strict where lx / hx), for whole-number bounds (null: none):
- * integer part I (canonical) and an optional fraction F, no exponent (stricter, as the module note
- * says). For x ≥ 0: I in the open range between the bounds takes any F; at I = lo the fraction must
- * be non-zero when the bound is strict; at I = hi it must be zero (and I = hi is out when strict).
- * Negative x = -(I.F) is the same on |x| with the bounds mirrored, and never zero ("-0" excluded).
+ * A bound as a decimal, from its shortest JavaScript spelling; null where that has an exponent or
+ * more than MAX_EXACT_DIGITS significant digits (then decimals and doubles may order differently).
  */
-function boundedDecimal(lo: bigint | null, lx: boolean, hi: bigint | null, hx: boolean): string | null {
+export function decimalOf(v: number): Dec | null {
+  const t = String(v);
+  const m = /^(-?)(\d+)(?:\.(\d+))?$/.exec(t);
+  if (!m) return null;
+  const f = (m[3] ?? "").replace(/0+$/, "");
+  if ((m[2]! + f).replace(/^0+/, "").length > MAX_EXACT_DIGITS) return null;
+  return { neg: m[1] === "-" && (m[2] !== "0" || f !== ""), i: BigInt(m[2]!), f };
+}
+
+const cmpAbs = (a: Dec, b: Dec): number => {
+  if (a.i !== b.i) return a.i < b.i ? -1 : 1;
+  const n = Math.max(a.f.length, b.f.length);
+  const x = a.f.padEnd(n, "0"), y = b.f.padEnd(n, "0");
+  return x === y ? 0 : x < y ? -1 : 1;
+};
+
+/**
+ * The optional fraction part `("." D)?` of a number whose digits D satisfy lo < 0.D or lo ≤ 0.D
+ * (`lx`), and 0.D < hi or 0.D ≤ hi (`hx`), as GBNF; lo and hi are digit strings ("" is 0, hi null:
+ * below 1, always true); at most `cap` digits (Infinity: any). Null when no D satisfies them. Digit
+ * by digit, keeping whether the digits so far equal lo's and hi's.
+ */
+function fraction(lo: string, lx: boolean, hi: string | null, hx: boolean, cap: number): string | null {
+  const L = Math.max(lo.length, hi?.length ?? 0);
+  const loD = (i: number) => Number(lo[i] ?? "0");
+  const hiD = (i: number) => Number(hi?.[i] ?? "0");
+  const upTo = (n: number, body: string) => (n === Infinity ? `${body}*` : n <= 0 ? '""' : `${body}{0,${n}}`);
+  /** Up to `n` digits, one of them not 0. */
+  const nonzero = (n: number): string | null => n === Infinity ? '( "0"* [1-9] [0-9]* )'
+    : n <= 0 ? null : `( ${Array.from({ length: n }, (_, z) => `${z ? `"0"{${z}} ` : ""}[1-9]${n - 1 - z ? ` [0-9]{0,${n - 1 - z}}` : ""}`).join(" | ")} )`;
+  /** GBNF of the digits from position i on (empty included), or null; `tl`/`th`: equal so far. */
+  const rest = (i: number, tl: boolean, th: boolean, left: number): string | null => {
+    if (!tl && !th) return upTo(left, "[0-9]");
+    if (i >= L) {
+      // lo's and hi's digits are all 0 from here.
+      if (tl && th) return lx || hx ? null : upTo(left, '"0"');
+      if (tl) return !lx ? upTo(left, "[0-9]") : nonzero(left);
+      return hx ? null : upTo(left, '"0"');
+    }
+    const alts: string[] = [];
+    // Stop here: the remaining digits are 0.
+    const loRest = lo.slice(i).replace(/0/g, "") === "";
+    const hiRest = (hi ?? "").slice(i).replace(/0/g, "") === "";
+    if ((!tl || (loRest && !lx)) && (!th || !hiRest || !hx)) alts.push('""');
+    if (left > 0) {
+      const a = tl ? loD(i) : 0, b = th ? hiD(i) : 9;
+      for (let d = a; d <= b; d++) {
+        const nl = tl && d === a, nh = th && d === b;
+        if (!nl && !nh && d > a && d < b) {
+          alts.push(`${rangeDigit(d, b - (th ? 1 : 0))} ${upTo(left - 1, "[0-9]")}`);
+          d = b - (th ? 1 : 0);
+          continue;
+        }
+        const r = rest(i + 1, nl, nh, left - 1);
+        if (r !== null) alts.push(`"${d}" ${r}`);
+      }
+    }
+    return alts.length ? `( ${alts.join(" | ")} )` : null;
+  };
+  // D empty (no fraction) is 0.
+  const zeroOk = (lo.replace(/0/g, "") === "" && !lx) && !(hx && (hi ?? "x").replace(/0/g, "") === "");
+  const first: string[] = [];
+  if (cap > 0) {
+    const a = loD(0), b = hi === null ? 9 : hiD(0);
+    for (let d = a; d <= b; d++) {
+      const r = rest(1, d === a, hi !== null && d === b, cap - 1);
+      if (r !== null) first.push(`"${d}" ${r}`);
+    }
+  }
+  if (first.length === 0) return zeroOk ? '""' : null;
+  const body = `"." ( ${first.join(" | ")} )`;
+  return zeroOk ? `( ${body} )?` : body;
+}
+
+/**
+ * Decimal numbers x with lo ≤ x ≤ hi (strict where lx / hx; null: no bound): integer part I
+ * (canonical) and an optional fraction F, no exponent (stricter, as the module note says). For
+ * x ≥ 0: I in the open range between the bounds' integer parts takes any F; at I = lo's integer
+ * part F must be at least lo's fraction (more when strict); at I = hi's at most hi's. Negative
+ * x = -(I.F) is the same on |x| with the bounds mirrored, and never zero ("-0" excluded).
+ */
+function boundedDecimal(lo: Dec | null, lx: boolean, hi: Dec | null, hx: boolean): string | null {
   const ANY_F = '( "." [0-9]+ )?';
   const ZERO_F = '( "." "0"+ )?';
   // Next to a strict bound a number must not read as the bound: 1.0000000000000000001 is the
@@ -957,38 +1040,57 @@ function boundedDecimal(lo: bigint | null, lx: boolean, hi: bigint | null, hx: b
   const capped = (n: number) => (n <= 0 ? '""' : `( "." [0-9]{1,${n}} )?`);
   const cappedNonzero = (n: number) =>
     n <= 0 ? null : `"." ( ${Array.from({ length: n }, (_, z) => `${z ? `"0"{${z}} ` : ""}[1-9]${n - 1 - z ? ` [0-9]{0,${n - 1 - z}}` : ""}`).join(" | ")} )`;
+  const ZERO: Dec = { neg: false, i: 0n, f: "" };
   const alts: string[] = [];
-  // |x| = m.F in [a, b] (b null: unbounded) with strictness ax / bx; `neg`: x = -|x|, which must be non-zero.
-  const side = (a: bigint, ax: boolean, b: bigint | null, bx: boolean, neg: boolean) => {
+  // |x| = I.F in [a, b] (b null: unbounded) with strictness ax / bx; `neg`: x = -|x|, which must be non-zero.
+  const side = (a: Dec, ax: boolean, b: Dec | null, bx: boolean, neg: boolean) => {
     const sign = neg ? '"-" ' : "";
-    if (b !== null && (a > b || (a === b && (ax || bx)))) return;
-    if (b !== null && a === b) {
-      // Exactly a: I = a with a zero fraction (and a ≠ 0 when negative).
-      if (!(neg && a === 0n)) alts.push(`${sign}${natRange(a, a).join(" | ")} ${ZERO_F}`);
+    const int = (x: bigint) => `( ${natRange(x, x).join(" | ")} )`;
+    const c = b === null ? -1 : cmpAbs(a, b);
+    if (b !== null && (c > 0 || (c === 0 && (ax || bx)))) return;
+    if (b !== null && c === 0) {
+      // Exactly a (and a ≠ 0 when negative).
+      if (neg && a.i === 0n && a.f === "") return;
+      alts.push(a.f === "" ? `${sign}${natRange(a.i, a.i).join(" | ")} ${ZERO_F}` : `${sign}${int(a.i)} "." "${a.f}" "0"*`);
       return;
     }
-    // I = a: any F (non-zero when strict, or when negative and a = 0), capped where a strict
-    // bound is within 1 (a itself, or b = a + 1).
-    const aF = ax || (neg && a === 0n) ? cappedNonzero(room(a)) : bx && b === a + 1n ? capped(room(a)) : ANY_F;
-    if (aF !== null) alts.push(`${sign}( ${natRange(a, a).join(" | ")} ) ${aF}`);
-    // a < I < b: any F, capped on I = b - 1 when b is strict.
-    const midHi = b === null ? null : b - 1n;
-    if (bx && midHi !== null && a + 1n <= midHi) {
-      if (a + 1n <= midHi - 1n) alts.push(`${sign}( ${natRange(a + 1n, midHi - 1n).join(" | ")} ) ${ANY_F}`);
+    const lowX = ax || (neg && a.i === 0n && a.f === "");
+    if (a.f === "" && (b === null || b.f === "")) {
+      // Whole-number bounds. I = a: any F (non-zero when strict, or when negative and a = 0),
+      // capped where a strict bound is within 1 (a itself, or b = a + 1).
+      const aF = lowX ? cappedNonzero(room(a.i)) : bx && b!.i === a.i + 1n ? capped(room(a.i)) : ANY_F;
+      if (aF !== null) alts.push(`${sign}${int(a.i)} ${aF}`);
+    } else {
+      // I = a's integer part: F from a's fraction, to b's when b has the same integer part.
+      const same = b !== null && b.i === a.i;
+      const near = lowX || (same && bx) || (bx && b !== null && b.f === "" && b.i === a.i + 1n);
+      const aF = fraction(a.f, lowX, same ? b.f : null, same && bx, near ? room(a.i) : Infinity);
+      if (aF !== null) alts.push(`${sign}${int(a.i)} ${aF}`);
+      if (same) return;
+    }
+    // a < I < b: any F, capped on I = b - 1 when b is a strict whole number.
+    const midHi = b === null ? null : b.i - 1n;
+    const first = a.i + 1n;
+    if (bx && b!.f === "" && midHi !== null && first <= midHi) {
+      if (first <= midHi - 1n) alts.push(`${sign}( ${natRange(first, midHi - 1n).join(" | ")} ) ${ANY_F}`);
       alts.push(`${sign}( ${natRange(midHi, midHi).join(" | ")} ) ${capped(room(midHi))}`);
-    } else if (midHi === null || a + 1n <= midHi) alts.push(`${sign}( ${natRange(a + 1n, midHi).join(" | ")} ) ${ANY_F}`);
-    // I = b: zero F (out when strict).
-    if (b !== null && !bx) alts.push(`${sign}( ${natRange(b, b).join(" | ")} ) ${ZERO_F}`);
+    } else if (midHi === null || first <= midHi) alts.push(`${sign}( ${natRange(first, midHi).join(" | ")} ) ${ANY_F}`);
+    // I = b's integer part: F up to b's fraction (a zero F for a whole b; out when that is strict).
+    if (b === null) return;
+    if (b.f === "") { if (!bx) alts.push(`${sign}${int(b.i)} ${ZERO_F}`); return; }
+    const bF = fraction("", false, b.f, bx, bx ? room(b.i) : Infinity);
+    if (bF !== null) alts.push(`${sign}${int(b.i)} ${bF}`);
   };
+  const abs = (d: Dec): Dec => ({ ...d, neg: false });
   // x ≥ 0 part: |x| in [max(lo, 0), hi] when hi ≥ 0.
-  if (hi === null || hi >= 0n) {
-    if (lo === null || lo < 0n) side(0n, false, hi, hx, false);
+  if (hi === null || !hi.neg) {
+    if (lo === null || lo.neg) side(ZERO, false, hi, hx, false);
     else side(lo, lx, hi, hx, false);
   }
   // x < 0 part: |x| in [max(-hi, 0), -lo] when lo < 0.
-  if (lo === null || lo < 0n) {
-    if (hi === null || hi >= 0n) side(0n, false, lo === null ? null : -lo, lx, true);
-    else side(-hi, hx, lo === null ? null : -lo, lx, true);
+  if (lo === null || lo.neg) {
+    if (hi === null || !hi.neg) side(ZERO, false, lo === null ? null : abs(lo), lx, true);
+    else side(abs(hi), hx, lo === null ? null : abs(lo), lx, true);
   }
   return alts.length ? alts.join(" | ") : null;
 }

@@ -247,6 +247,36 @@ describe("instance verdicts agree with ajv", () => {
   }
 });
 
+describe("fractional number bounds agree with ajv", () => {
+  // Decimal bounds of at most 15 significant digits: the integer part's band takes the fraction
+  // from the bound's, digit by digit; next to a strict bound at most 15 significant digits in all
+  // (0.10000000000000001 is the double 0.1).
+  it("every pair of these bounds, strict or not, on numbers around them", async () => {
+    const bounds = [null, 0.1, 1.25, -0.5, -2.75, 3, 0.05];
+    const texts: string[] = [];
+    for (const i of ["0", "1", "2", "3"]) for (const f of ["", ".0", ".05", ".1", ".09", ".099", ".5", ".25", ".2500", ".26", ".24", ".75", ".0011", ".10000000000000001", ".0999999"]) texts.push(i + f, `-${i}${f}`);
+    let compared = 0;
+    for (const lo of bounds) for (const hi of bounds) for (const lx of [false, true]) for (const hx of [false, true]) {
+      if ((lo === null && lx) || (hi === null && hx) || (Number.isInteger(lo ?? 0) && Number.isInteger(hi ?? 0))) continue;
+      const schema: Record<string, unknown> = { type: "number" };
+      if (lo !== null) schema[lx ? "exclusiveMinimum" : "minimum"] = lo;
+      if (hi !== null) schema[hx ? "exclusiveMaximum" : "maximum"] = hi;
+      if (lo !== null && hi !== null && (lo > hi || (lo === hi && (lx || hx)))) {
+        expect(() => jsonSchemaToGbnf(JSON.stringify(schema), "n.schema.json")).toThrow(/no number lies between the bounds/);
+        continue;
+      }
+      const s = await speccOf(schema);
+      // Stricter by design on "-0" and, next to a strict bound, on more than 15 significant digits.
+      expectAgreesWithAjv(s.accepts, validator(schema), texts, texts.filter((t) => /^-0(\.0*)?$/.test(t) || t.replace(/[-.]/g, "").replace(/^0+/, "").length > 15));
+      compared++;
+    }
+    expect(compared).toBeGreaterThan(60);
+    // A bound past 15 significant digits, or written with an exponent, is refused.
+    expect(() => jsonSchemaToGbnf('{"type": "number", "minimum": 0.1234567890123456}', "n.schema.json")).toThrow(/at most 15 significant digits/);
+    expect(() => jsonSchemaToGbnf('{"type": "number", "maximum": 1e-7}', "n.schema.json")).toThrow(/without an exponent/);
+  });
+});
+
 describe("oneOf over overlapping object branches (one-of.ts)", () => {
   it("other strings beside listed ones are written without escapes: stricter, never looser", async () => {
     const schema = { oneOf: [{ type: "object", properties: { k: { enum: ["x"] } }, required: ["k"] }, { type: "object", properties: { k: { type: "string" } } }] };
