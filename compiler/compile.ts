@@ -100,17 +100,18 @@ export function grammarByteDfa(d: GrammarDfa | GrammarPda): ByteDfa {
 }
 
 /**
- * Compiles GBNF/EBNF text (the whole generation must be a sentence, from the rule `start`). The
+ * Compiles GBNF/EBNF text (the whole generation must be a sentence, from the rule `start`;
+ * `called`: rules the pushdown automaton enters by a call, see grammar/pda.ts). The
  * spec-level parts of the result are trivial: no states, a one-state state DFA. Without
  * `limits.maxDepth` the grammar compiles to a pushdown automaton (exact at any nesting depth);
  * with it, to the bounded-depth DFA of grammar/regular.ts.
  */
-export function compileGrammarSource(text: string, file: string, limits: Limits = {}, start = "root"): CompiledGrammar {
+export function compileGrammarSource(text: string, file: string, limits: Limits = {}, start = "root", called?: readonly string[]): CompiledGrammar {
   const cfg = parseGrammar(text, file, { start, limits: limits.grammarLimits });
   let byteDfa: ByteDfa;
   let info: Omit<CompiledGrammar["grammar"], "cfg">;
   if (limits.maxDepth === undefined) {
-    const r = grammarToPda(cfg, { maxStates: limits.maxGrammarStates, name: file });
+    const r = grammarToPda(cfg, { maxStates: limits.maxGrammarStates, name: file, called });
     byteDfa = grammarByteDfa(r.pda);
     info = { mode: "pushdown", maxDepth: Infinity, depthLimited: false, rawStates: r.rawStates, calledRules: r.calledRules };
   } else {

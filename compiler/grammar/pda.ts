@@ -65,9 +65,16 @@ export interface GrammarPdaResult {
   calledRules: string[];
 }
 
-export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string } = {}): GrammarPdaResult {
+/**
+ * `called`: rules entered by a call wherever they are not the last symbol of an alternative, as
+ * the recursion cuts are, instead of being expanded in place: their machine then exists once. A
+ * small rule used in many places (JSON's bounded whitespace, one state per character allowed) is
+ * otherwise copied into every state set that reaches it.
+ */
+export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string; called?: readonly string[] } = {}): GrammarPdaResult {
   const maxStates = opts.maxStates ?? DEFAULT_MAX_GRAMMAR_STATES;
-  const net = buildNetwork(cfg);
+  const called = new Set((opts.called ?? []).map((n) => cfg.rules.findIndex((r) => r.name === n)).filter((i) => i >= 0 && i !== cfg.start));
+  const net = buildNetwork(cfg, called);
   const P = net.kind.length;
   const { classMap, nClasses, posClass } = positionClasses(net);
 

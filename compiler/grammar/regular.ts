@@ -156,15 +156,20 @@ export interface CallSite {
   cut: boolean;
 }
 
-/** The call sites of every rule, in grammar order, with the recursion cuts chosen (file overview). */
-export function callGraph(cfg: Cfg): { sites: CallSite[]; out: number[][] } {
+/**
+ * The call sites of every rule, in grammar order, with the recursion cuts chosen (file overview).
+ * Non-tail calls of the rules in `called` are cut too: the pushdown compilation then enters them
+ * by a call, so their machine exists once instead of once per place they are used.
+ */
+export function callGraph(cfg: Cfg, called: ReadonlySet<number> = new Set()): { sites: CallSite[]; out: number[][] } {
   const R = cfg.rules.length;
   const sites: CallSite[] = [];
   const out: number[][] = cfg.rules.map(() => []);
   cfg.rules.forEach((r, from) => r.alts.forEach((alt, a) => alt.forEach((s, d) => {
     if (s.kind !== "rule") return;
     out[from]!.push(sites.length);
-    sites.push({ from, to: s.rule, alt: a, dot: d, tail: d === alt.length - 1, cut: false });
+    const tail = d === alt.length - 1;
+    sites.push({ from, to: s.rule, alt: a, dot: d, tail, cut: !tail && called.has(s.rule) });
   })));
   // Depth-first search from the start rule (then any rule not reached, for completeness).
   const disc = new Int32Array(R).fill(-1);
@@ -244,8 +249,8 @@ export interface Network {
   /** Per byte: the byte sets that contain it. */
 }
 
-export function buildNetwork(cfg: Cfg): Network {
-  const { sites, out } = callGraph(cfg);
+export function buildNetwork(cfg: Cfg, called?: ReadonlySet<number>): Network {
+  const { sites, out } = callGraph(cfg, called);
   const net: Network = { kind: [K_END], arg: [0], next: [0], cut: [0], entries: [], byteSets: [] };
   const setIds = new Map<string, number>();
   const posIds = new Map<string, number>();

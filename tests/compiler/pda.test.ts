@@ -69,6 +69,31 @@ describe("pushdown automata agree with the Earley recognizer", () => {
     });
   }
 
+  it("rules entered by a call (`called`): the same sentences and prefixes, fewer states", () => {
+    // JSON with bounded whitespace (a state per character allowed) used in many places.
+    const text = readFileSync(`${EX}/json.gbnf`, "utf8").replace(/^ws\s*::=.*$/m, "ws ::= [ \\t\\n\\r]{0,12}");
+    const cfg = inline(text);
+    const plain = grammarToPda(cfg).pda;
+    const called = grammarToPda(cfg, { called: ["ws", "value", "no-such-rule"] }).pda;
+    expect(called.nStates * 2).toBeLessThan(plain.nStates);
+    const runner = new PdaRunner(called);
+    const random = seededRandom(41);
+    const alphabet = enc.encode('{}[]",:0123456789 \n\t+-.eEtruefalsn\\a');
+    let n = 0;
+    for (let k = 0; k < 40; k++) {
+      const s = sampleSentence(cfg, { random, depth: 5 + (k % 4) * 4 });
+      if (!s) continue;
+      agree(cfg, runner, s, "called");
+      expect(runner.accepts(s)).toBe(true);
+      agree(cfg, runner, mutate(s, random, alphabet), "called, mutated");
+      n++;
+    }
+    expect(n).toBeGreaterThan(20);
+    // Whitespace runs past the bound are refused where the call's machine ends.
+    agree(cfg, runner, enc.encode(`[1,${" ".repeat(13)}2]`), "called, long run");
+    agree(cfg, runner, enc.encode(`[1,${" ".repeat(12)}2]`), "called, longest run");
+  });
+
   it("nesting far beyond any DFA bound: 300 levels of JSON and of parentheses", () => {
     const json = new PdaRunner(grammarToPda(grammar("json.gbnf")).pda);
     const deep = `{"a": ${"[".repeat(300)}{"b": "]}"}${"]".repeat(300)}}`;

@@ -40,10 +40,10 @@ interface Grammar {
 
 const grammarCache = new Map<string, Grammar>();
 /** A grammar file of examples/grammars, or inline text (name it `*.gbnf`), compiled in pushdown mode. */
-function grammar(name: string, text?: string): Grammar {
+function grammar(name: string, text?: string, called?: string[]): Grammar {
   let g = grammarCache.get(name);
   if (!g) {
-    const c = compileGrammarSource(text ?? readFileSync(`${EX}/${name}`, "utf8"), name);
+    const c = compileGrammarSource(text ?? readFileSync(`${EX}/${name}`, "utf8"), name, {}, "root", called);
     const d = c.byteDfa;
     const runner = new PdaRunner({
       ...d,
@@ -273,6 +273,17 @@ describe("pushdown masks equal a brute-force PdaRunner walk (real vocabularies)"
     const b = walk(spec, g, vocab, { steps: 80, seed: 4, checkEvery: 8 }, ids);
     expect(a.maxDepth).toBeGreaterThanOrEqual(30);
     expect(a.checked + b.checked).toBeGreaterThanOrEqual(25);
+  }, 240_000);
+
+  it("JSON with bounded whitespace and `value` entered by a call (as JSON Schema grammars are) on Llama 3", async () => {
+    const text = readFileSync(`${EX}/json.gbnf`, "utf8").replace(/^ws\s*::=.*$/m, "ws ::= [ \\t\\n\\r]{0,6}");
+    const g = grammar("json-called.gbnf", text, ["ws", "value"]);
+    const vocab = real("llama3_1");
+    const spec = await Spec.load(g.wasm, { vocab });
+    expect(spec.pushdown).toBe(true);
+    const a = walk(spec, g, vocab, { steps: 160, seed: 11, checkEvery: 9, openSteps: 80 });
+    expect(a.maxDepth).toBeGreaterThanOrEqual(20);
+    expect(a.checked).toBeGreaterThanOrEqual(15);
   }, 240_000);
 
   it("openagi.gbnf on Qwen3 (151,643 tokens), and cooking.gbnf (no call edges: DFA mode) on Qwen3", async () => {
