@@ -647,7 +647,10 @@ export function pdaInit(): bool {
 
 /**
  * need(q) for every state, as pda.ts `pdaNeed`: 0 at an end state, a byte edge costs nothing, a
- * call edge [start, ret] costs max(1 + need(start), need(ret)); a fixpoint from "unknown".
+ * call edge [start, ret] costs max(1 + need(start), need(ret)); a fixpoint from "unknown". The
+ * sweeps alternate direction, last state first: states are numbered from the initial one on, so a
+ * sweep in one direction only can take a pass per state of a long chain (2,477 passes on a
+ * 4,942-state schema, 2 s; 9 this way).
  */
 function computeNeed(): void {
   const ns = hdr(H_NSTATES);
@@ -655,9 +658,11 @@ function computeNeed(): void {
   const INF_NEED: u32 = 0x3fffffff;
   for (let q: u32 = 0; q < ns; q++) store<u32>(needPtr + (<usize>q << 2), INF_NEED);
   let changed = true;
+  let backward = true;
   while (changed) {
     changed = false;
-    for (let q: u32 = 0; q < ns; q++) {
+    for (let k: u32 = 0; k < ns; k++) {
+      const q = backward ? ns - 1 - k : k;
       let best: u32 = flagsOf(q) & F_ACCEPTING ? 0 : needOf(q);
       for (let c: u32 = 0; c < nc && best > 0; c++) {
         const t = <u32>load<u16>(transBase + (<usize>(q * nc + c) << 1));
@@ -675,6 +680,7 @@ function computeNeed(): void {
         changed = true;
       }
     }
+    backward = !backward;
   }
 }
 

@@ -358,9 +358,12 @@ type PdaShape = Pick<GrammarPda, "nStates" | "nClasses" | "trans" | "accepting" 
  */
 function stateCosts(pda: PdaShape, byte: (t: number) => number, call: (start: number, ret: number) => number): Int32Array {
   const cost = new Int32Array(pda.nStates).fill(0x3fffffff);
-  for (let changed = true; changed; ) {
+  // Sweeps alternate direction, last state first (a sweep one way can take a pass per state of a
+  // long chain; the runtime's computeNeed does the same).
+  for (let changed = true, backward = true; changed; backward = !backward) {
     changed = false;
-    for (let q = 0; q < pda.nStates; q++) {
+    for (let k = 0; k < pda.nStates; k++) {
+      const q = backward ? pda.nStates - 1 - k : k;
       let best = pda.accepting[q] ? 0 : cost[q]!;
       for (let c = 0; c < pda.nClasses && best > 0; c++) {
         const t = pda.trans[q * pda.nClasses + c]!;

@@ -43,6 +43,13 @@ export interface JsonSchemaGrammar {
   gbnf: string;
   /** Relaxed keywords (lenient mode), positioned. */
   warnings: SpecError[];
+  /**
+   * Rules to enter by a call rather than expand in place (grammar/pda.ts `called`): used in many
+   * places or repeated many times, their machines then exist once. Whitespace (a state per
+   * character allowed), any value, a string's character (repeated up to maxLength times) and the
+   * items of arrays with item bounds.
+   */
+  called: string[];
 }
 
 export const DEFAULT_MAX_WHITESPACE = 20;
@@ -126,6 +133,8 @@ function typeOfValue(v: unknown): JType {
 
 class Converter {
   private readonly rules = new Map<string, string>();
+  /** Rules the pushdown automaton enters by a call (JsonSchemaGrammar `called`). */
+  readonly called = new Set<string>(["ws", "value", "char"]);
   private readonly refRules = new Map<string, string>();
   private n = 0;
   readonly warnings: SpecError[] = [];
@@ -673,7 +682,12 @@ class Converter {
     if (maxI !== null && minI > maxI) throw this.error("E0904", "minItems is larger than maxItems", ptr);
     const prefixPtr = Array.isArray(s["prefixItems"]) ? `${ptr}/prefixItems` : `${ptr}/items`;
     const p = prefix.map((x, i) => (i < (maxI ?? Infinity) ? this.expr(x, `${prefixPtr}/${i}`) : ""));
-    const restExpr = rest === false ? null : this.expr(rest, restPtr);
+    let restExpr = rest === false ? null : this.expr(rest, restPtr);
+    if (restExpr !== null && Math.max(minI, maxI ?? 0) - p.length > 1) {
+      // Repeated up to the bounds: entered by a call, one copy of the item's machine.
+      if (!/^[A-Za-z0-9_-]+$/.test(restExpr)) restExpr = this.define(restExpr);
+      this.called.add(restExpr);
+    }
     // Items from position i on (i items already written).
     const from = (i: number): string => {
       const sep = i === 0 ? "" : 'ws "," ws ';
@@ -1157,6 +1171,7 @@ export function jsonSchemaToGbnf(schema: string | unknown, file: string, opts: J
 /** A schema that is part of a parsed JSON document (`src.base` says where) → grammar text. */
 export function jsonSourceToGbnf(src: JsonSource, opts: JsonSchemaOptions = {}): JsonSchemaGrammar {
   const c = new Converter(src, opts);
-  return { gbnf: c.grammar(), warnings: c.warnings };
+  const gbnf = c.grammar();
+  return { gbnf, warnings: c.warnings, called: [...c.called] };
 }
 
