@@ -18,7 +18,7 @@
  * Whitespace between tokens is free up to `maxWhitespace` characters a run (unbounded runs let a
  * model loop forever), or none with `compact`.
  */
-import { canonicalText, evaluate, jsonEqual } from "./evaluate.js";
+import { canonicalText, evaluate, isObj, jsonEqual, JSON_TYPES, typeOfValue, type JType } from "./evaluate.js";
 import { SpecError } from "../diagnostics.js";
 import { formatGrammar } from "./formats.js";
 import { jsonSourceOf, parseJsonSource, pointerToken, spanOfPointer, type JsonSource } from "./json-source.js";
@@ -83,9 +83,6 @@ const MAX_FINITE_VALUES = 1000;
 /** Optional properties that dependentRequired may relate (each doubles an object's member rules). */
 const MAX_DEPENDENCY_NAMES = 10;
 
-const TYPES = ["null", "boolean", "object", "array", "number", "integer", "string"] as const;
-type JType = (typeof TYPES)[number];
-
 /** Keywords that carry no validation (ignored), and unknown keywords (ignored, as JSON Schema does). */
 const ANNOTATIONS = new Set(["title", "description", "default", "examples", "$schema", "$id", "id", "$comment", "deprecated",
   "readOnly", "writeOnly", "$anchor", "$dynamicAnchor", "contentMediaType", "contentEncoding", "$defs", "definitions", "discriminator",
@@ -106,7 +103,6 @@ function refSiblings(s: Record<string, unknown>): Record<string, unknown> | unde
 
 type Schema = boolean | Record<string, unknown>;
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** A GBNF string literal for `s` (characters as they are, quotes, backslashes and controls escaped). */
 export function gbnfLit(s: string): string {
@@ -132,14 +128,6 @@ function constGbnf(v: unknown): string {
 /** The values a schema lists (its `const`, or its `enum`), or undefined. */
 const valueList = (x: unknown): unknown[] | undefined =>
   !isObj(x) ? undefined : "const" in x ? [x["const"]] : Array.isArray(x["enum"]) ? (x["enum"] as unknown[]) : undefined;
-
-function typeOfValue(v: unknown): JType {
-  if (v === null) return "null";
-  if (typeof v === "boolean") return "boolean";
-  if (typeof v === "string") return "string";
-  if (typeof v === "number") return Number.isInteger(v) ? "integer" : "number";
-  return Array.isArray(v) ? "array" : "object";
-}
 
 class Converter {
   private readonly rules = new Map<string, string>();
@@ -293,10 +281,10 @@ class Converter {
 
   private types(s: Record<string, unknown>, ptr: string): Set<JType> {
     const t = s["type"];
-    if (t === undefined) return new Set(TYPES);
+    if (t === undefined) return new Set(JSON_TYPES);
     const list = Array.isArray(t) ? t : [t];
     for (const x of list) {
-      if (!(TYPES as readonly unknown[]).includes(x)) throw this.error("E0903", `unknown type ${JSON.stringify(x)}`, `${ptr}/type`, `types: ${TYPES.join(", ")}`);
+      if (!(JSON_TYPES as readonly unknown[]).includes(x)) throw this.error("E0903", `unknown type ${JSON.stringify(x)}`, `${ptr}/type`, `types: ${JSON_TYPES.join(", ")}`);
     }
     return new Set(list as JType[]);
   }
@@ -459,7 +447,6 @@ class Converter {
     stringNotIn: (values) => this.keyNotIn(values),
     fresh: () => this.fresh(),
     setRule: (name, body) => void this.rules.set(name, body),
-    canonical: canonicalText,
   };
 
   /**
@@ -507,7 +494,7 @@ class Converter {
     if (refuses(b, valueList(a)) || refuses(a, valueList(b))) return true;
     const typesOf = (x: Record<string, unknown>): Set<string> => {
       const t = x["type"];
-      const s = new Set(t === undefined ? TYPES : Array.isArray(t) ? (t as string[]) : [t as string]);
+      const s = new Set(t === undefined ? JSON_TYPES : Array.isArray(t) ? (t as string[]) : [t as string]);
       if (s.has("number")) s.add("integer");
       return s;
     };
@@ -993,6 +980,13 @@ const cmpAbs = (a: Dec, b: Dec): number => {
   return x === y ? 0 : x < y ? -1 : 1;
 };
 
+/** Up to `n` digits (Infinity: any number), one of them not 0; null when n is 0. */
+function nonzero(n: number): string | null {
+  if (n === Infinity) return '( "0"* [1-9] [0-9]* )';
+  if (n <= 0) return null;
+  return `( ${Array.from({ length: n }, (_, z) => `${z ? `"0"{${z}} ` : ""}[1-9]${n - 1 - z ? ` [0-9]{0,${n - 1 - z}}` : ""}`).join(" | ")} )`;
+}
+
 /**
  * The optional fraction part `("." D)?` of a number whose digits D satisfy lo < 0.D or lo ≤ 0.D
  * (`lx`), and 0.D < hi or 0.D ≤ hi (`hx`), as GBNF; lo and hi are digit strings ("" is 0, hi null:
@@ -1004,9 +998,6 @@ function fraction(lo: string, lx: boolean, hi: string | null, hx: boolean, cap: 
   const loD = (i: number) => Number(lo[i] ?? "0");
   const hiD = (i: number) => Number(hi?.[i] ?? "0");
   const upTo = (n: number, body: string) => (n === Infinity ? `${body}*` : n <= 0 ? '""' : `${body}{0,${n}}`);
-  /** Up to `n` digits, one of them not 0. */
-  const nonzero = (n: number): string | null => n === Infinity ? '( "0"* [1-9] [0-9]* )'
-    : n <= 0 ? null : `( ${Array.from({ length: n }, (_, z) => `${z ? `"0"{${z}} ` : ""}[1-9]${n - 1 - z ? ` [0-9]{0,${n - 1 - z}}` : ""}`).join(" | ")} )`;
   /** GBNF of the digits from position i on (empty included), or null; `tl`/`th`: equal so far. */
   const rest = (i: number, tl: boolean, th: boolean, left: number): string | null => {
     if (!tl && !th) return upTo(left, "[0-9]");
@@ -1066,8 +1057,7 @@ function boundedDecimal(lo: Dec | null, lx: boolean, hi: Dec | null, hx: boolean
   // distinct decimals are distinct doubles, in the same order; there the fraction is capped.
   const room = (i: bigint) => MAX_EXACT_DIGITS - (i === 0n ? 0 : i.toString().length);
   const capped = (n: number) => (n <= 0 ? '""' : `( "." [0-9]{1,${n}} )?`);
-  const cappedNonzero = (n: number) =>
-    n <= 0 ? null : `"." ( ${Array.from({ length: n }, (_, z) => `${z ? `"0"{${z}} ` : ""}[1-9]${n - 1 - z ? ` [0-9]{0,${n - 1 - z}}` : ""}`).join(" | ")} )`;
+  const cappedNonzero = (n: number) => { const d = nonzero(n); return d === null ? null : `"." ${d}`; };
   const ZERO: Dec = { neg: false, i: 0n, f: "" };
   const alts: string[] = [];
   // |x| = I.F in [a, b] (b null: unbounded) with strictness ax / bx; `neg`: x = -|x|, which must be non-zero.

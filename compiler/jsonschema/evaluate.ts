@@ -15,7 +15,20 @@
 
 type Tri = boolean | undefined;
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+export const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** The JSON Schema types. */
+export const JSON_TYPES = ["null", "boolean", "object", "array", "number", "integer", "string"] as const;
+export type JType = (typeof JSON_TYPES)[number];
+
+/** The type of a JSON value ("integer" for whole numbers). */
+export function typeOfValue(v: unknown): JType {
+  if (v === null) return "null";
+  if (typeof v === "boolean") return "boolean";
+  if (typeof v === "string") return "string";
+  if (typeof v === "number") return Number.isInteger(v) ? "integer" : "number";
+  return Array.isArray(v) ? "array" : "object";
+}
 
 /** Deep equality of JSON values (key order ignored; 1 and 1.0 are one number). */
 export function jsonEqual(a: unknown, b: unknown): boolean {

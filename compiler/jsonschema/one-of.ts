@@ -24,6 +24,8 @@
  * other numbers, objects and arrays beside listed ones are refused. Anything else is refused with the reason, and convert.ts reports it.
  */
 
+import { canonicalText, isObj, JSON_TYPES, typeOfValue, type JType } from "./evaluate.js";
+
 /** What the converter lends this module. */
 export interface OneOfHost {
   /** The schema with `$ref` followed. */
@@ -41,7 +43,6 @@ export interface OneOfHost {
   /** A new rule name; `setRule` gives it its body later. */
   fresh(): string;
   setRule(name: string, body: string): void;
-  canonical(v: unknown): string;
 }
 
 /** Most branches, names whose presence is tracked, and rules written: past these, refused. */
@@ -49,9 +50,7 @@ const MAX_BRANCHES = 16;
 const MAX_TRACKED = 10;
 const MAX_STATES = 4_000;
 
-export type JType = "null" | "boolean" | "object" | "array" | "number" | "integer" | "string";
-const ALL_TYPES: JType[] = ["null", "boolean", "object", "array", "number", "integer", "string"];
-/** The generic GBNF rule (convert.ts's BASE) of any value of each type. */
+export /** The generic GBNF rule (convert.ts's BASE) of any value of each type. */
 const TYPE_RULE: Record<JType, string> = {
   null: '"null"', boolean: '("true" | "false")', object: "object", array: "array", number: "number", integer: "integer", string: "string",
 };
@@ -69,14 +68,12 @@ interface ValueClass { alive: number; gbnf: string }
 /** A schema that is a set of types plus listed values, or null when it is more than that. */
 interface Simple { types: Set<JType>; values: unknown[] }
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-
-function typeOf(v: unknown): JType {
-  if (v === null) return "null";
-  if (typeof v === "boolean") return "boolean";
-  if (typeof v === "string") return "string";
-  if (typeof v === "number") return Number.isInteger(v) ? "integer" : "number";
-  return Array.isArray(v) ? "array" : "object";
+/** The types a schema's `type` allows (all when it has none; "number" includes "integer"). */
+function typeSet(s: Record<string, unknown>): Set<JType> {
+  const t = s["type"];
+  const types = new Set<JType>(t === undefined ? JSON_TYPES : ((Array.isArray(t) ? t : [t]) as JType[]));
+  if (types.has("number")) types.add("integer");
+  return types;
 }
 
 /**
@@ -85,7 +82,7 @@ function typeOf(v: unknown): JType {
  * arrays beside listed ones of their type). Other strings are written without escapes (stricter).
  */
 export function otherValues(type: JType, listed: unknown[], host: Pick<OneOfHost, "literal" | "stringNotIn">): string[] | undefined {
-  const mine = listed.filter((v) => typeOf(v) === type || (type === "number" && typeOf(v) === "integer"));
+  const mine = listed.filter((v) => typeOfValue(v) === type || (type === "number" && typeOfValue(v) === "integer"));
   if (mine.length === 0) return [TYPE_RULE[type]];
   if (type === "null") return [];
   if (type === "boolean") return [true, false].filter((b) => !mine.includes(b)).map((b) => host.literal(b));
@@ -104,13 +101,13 @@ const SCHEMA_MAPS = new Set(["properties", "patternProperties", "dependentSchema
  * and the like, at any depth): branches often differ only in those.
  */
 function schemaText(host: OneOfHost, s: unknown): string {
-  if (!isObj(s)) return host.canonical(s);
+  if (!isObj(s)) return canonicalText(s);
   const keys = [...host.constrains(s)].sort();
   const part = (k: string, v: unknown): string => {
     if (SCHEMA_VALUED.has(k)) return Array.isArray(v) ? `[${v.map((x) => schemaText(host, x)).join(",")}]` : schemaText(host, v);
     if (SCHEMA_LISTS.has(k) && Array.isArray(v)) return `[${v.map((x) => schemaText(host, x)).join(",")}]`;
     if (SCHEMA_MAPS.has(k) && isObj(v)) return `{${Object.keys(v).sort().map((n) => `${JSON.stringify(n)}:${schemaText(host, v[n])}`).join(",")}}`;
-    return host.canonical(v);
+    return canonicalText(v);
   };
   return `{${keys.map((k) => `${JSON.stringify(k)}:${part(k, s[k])}`).join(",")}}`;
 }
@@ -125,9 +122,7 @@ export function exactlyOneObject(host: OneOfHost, branches: unknown[], ptr: stri
   for (const [i, b0] of branches.entries()) {
     const b = host.deref(b0, `${ptr}/${i}`);
     if (!isObj(b)) return `branch ${i} is a boolean schema`;
-    const t = b["type"];
-    const types = new Set<JType>(t === undefined ? ALL_TYPES : ((Array.isArray(t) ? t : [t]) as JType[]));
-    if (types.has("number")) types.add("integer");
+    const types = typeSet(b);
     const other = host.constrains(b).filter((k) => !["type", "properties", "required", "additionalProperties"].includes(k));
     if (other.length) return `branch ${i} uses ${other.join(", ")}`;
     const props = isObj(b["properties"]) ? (b["properties"] as Record<string, unknown>) : {};
@@ -141,20 +136,18 @@ export function exactlyOneObject(host: OneOfHost, branches: unknown[], ptr: stri
 
   const simple = (s0: unknown, at: string): Simple | null => {
     const s = host.deref(s0, at);
-    if (s === true) return { types: new Set(ALL_TYPES), values: [] };
+    if (s === true) return { types: new Set(JSON_TYPES), values: [] };
     if (s === false) return { types: new Set(), values: [] };
     const keys = host.constrains(s);
     if (keys.some((k) => !["type", "enum", "const"].includes(k))) return null;
-    const t = s["type"];
-    const types = new Set<JType>(t === undefined ? ALL_TYPES : ((Array.isArray(t) ? t : [t]) as JType[]));
-    if (types.has("number")) types.add("integer");
+    const types = typeSet(s);
     if ("const" in s || Array.isArray(s["enum"])) {
       const list = "const" in s ? [s["const"]] : (s["enum"] as unknown[]);
-      return { types: new Set(), values: list.filter((v) => types.has(typeOf(v)) || (typeOf(v) === "integer" && types.has("number"))) };
+      return { types: new Set(), values: list.filter((v) => types.has(typeOfValue(v)) || (typeOfValue(v) === "integer" && types.has("number"))) };
     }
     return { types, values: [] };
   };
-  const accepts = (x: Simple, v: unknown) => x.values.some((w) => host.canonical(w) === host.canonical(v)) || x.types.has(typeOf(v));
+  const accepts = (x: Simple, v: unknown) => x.values.some((w) => canonicalText(w) === canonicalText(v)) || x.types.has(typeOfValue(v));
 
   /** The classes of the values of a name whose schema in branch i is `schemas[i]`; a string: refused. */
   const classesOf = (schemas: unknown[], at: string): ValueClass[] | string => {
@@ -189,7 +182,7 @@ export function exactlyOneObject(host: OneOfHost, branches: unknown[], ptr: stri
     }
     // Atoms: each listed value, and the other values of each type.
     const listed: unknown[] = [];
-    for (const x of sims) for (const v of x.values) if (!listed.some((w) => host.canonical(w) === host.canonical(v))) listed.push(v);
+    for (const x of sims) for (const v of x.values) if (!listed.some((w) => canonicalText(w) === canonicalText(v))) listed.push(v);
     const aliveOf = (test: (x: Simple) => boolean) => sims.reduce((m, x, i) => (test(x) ? m | (1 << i) : m), 0);
     const groups = new Map<number, string[]>();
     const add = (alive: number, gbnf: string) => { if (alive) (groups.get(alive) ?? groups.set(alive, []).get(alive)!).push(gbnf); };
@@ -202,7 +195,7 @@ export function exactlyOneObject(host: OneOfHost, branches: unknown[], ptr: stri
       if (listed.some((v) => typeof v === "number")) return "specc cannot write the numbers other than the listed ones";
       add(numAlive, NON_INTEGER);
     }
-    for (const t of ALL_TYPES) {
+    for (const t of JSON_TYPES) {
       if (t === "number") continue;
       const alive = t === "integer" ? intAlive : aliveOf((x) => x.types.has(t));
       if (!alive) continue;
