@@ -142,9 +142,13 @@ export function sampleTraces(spec: Spec, vocab: Vocabulary, o: SampleOptions): T
   const k = o.maxStateTokens ?? 8;
   const spell = speller(spec, vocab);
   const m: Matcher = spec.matcher();
-  // A pushdown grammar has no spec states to move on to (and no budgets): past 4k tokens the
-  // sampler writes a shortest completion instead (PdaRunner.finish), so every sample ends.
+  // A pushdown automaton has no token budgets. A grammar's (no spec states to move on to): past 4k
+  // tokens the sampler writes a shortest completion of the whole sentence (PdaRunner.finish), so
+  // every sample ends. An agent's whose content runs on a stack: past 4k tokens in one spec state
+  // it writes a shortest way to the next marker instead, and moves on at k as a DFA agent does.
   const finisher = spec.pushdown ? new PdaRunner(pdaOfByteDfa(spec.dfa)) : null;
+  const agent = spec.states.length > 0;
+  const d = spec.dfa;
   for (let n = 0; n < o.n; n++) {
     const rand = seededRandom(o.seed * 1_000_003 + n);
     m.reset();
@@ -154,22 +158,46 @@ export function sampleTraces(spec: Spec, vocab: Vocabulary, o: SampleOptions): T
     o.ids?.push(record);
     const commit = (id: number) => { const r = m.commit(id); if (r !== "rejected" && !eosIds.has(id)) record.push(id); return r; };
     let bytes: number[] = [];
-    const flush = () => { if (bytes.length) segments.push({ by: "llm", text: dec.decode(Uint8Array.from(bytes)) }); bytes = []; };
+    /** What the automaton read so far: LLM bytes, null for an environment's text (pushdown agents). */
+    const read: (Uint8Array | null)[] = [];
+    const flush = () => {
+      if (bytes.length) { segments.push({ by: "llm", text: dec.decode(Uint8Array.from(bytes)) }); read.push(Uint8Array.from(bytes)); }
+      bytes = [];
+    };
     const yieldEnv = () => {
       flush();
       const env = " " + Array.from({ length: 1 + Math.floor(rand() * 6) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(" ") + "\n";
       segments.push({ by: "env", text: env });
+      read.push(null);
       if (masked) m.feedEnv(env);
+    };
+    /** The reference configuration of the text so far (pushdown agents). */
+    const reference = () => {
+      let c = finisher!.start();
+      for (const r of [...read, Uint8Array.from(bytes)]) {
+        c = r ? finisher!.run(r, c)! : finisher!.at(d.envNext[c.states[0]!]!)!;
+      }
+      return c;
     };
     for (let t = 0; t < maxTokens; t++) {
       let tok: number;
       if (masked && finisher && m.tokensInState >= 4 * k && rand() < 0.5) {
-        const rest = finisher.finish(finisher.run(Uint8Array.from(bytes))!);
+        let rest: Uint8Array | null;
+        if (agent) {
+          // A shortest way out of this spec state: to the byte that commits the next marker.
+          const from = reference();
+          const spec0 = d.specState[from.states[0]!]!;
+          rest = finisher.finish(from, 100_000, (c) => c.accept || c.states.length === 0 || d.specState[c.states[0]!] !== spec0);
+        } else rest = finisher.finish(finisher.run(Uint8Array.from(bytes))!);
         const ids = rest && spell(dec.decode(rest));
         const snapshot = m.state;
         const before = record.length;
         if (ids && ids.every((id) => commit(id) !== "rejected")) {
           for (const b of rest!) bytes.push(b);
+          if (agent) {
+            if (m.yielding) yieldEnv();
+            continue;
+          }
           const eos = [...eosIds][0];
           if (eos !== undefined) m.commit(eos);
           break;
@@ -177,7 +205,7 @@ export function sampleTraces(spec: Spec, vocab: Vocabulary, o: SampleOptions): T
         m.state = snapshot; // a completion that does not spell (e.g. mid-character): go on sampling
         record.length = before;
       }
-      if (masked && !finisher && m.tokensInState >= k && rand() < 0.5) {
+      if (masked && (!finisher || agent) && m.tokensInState >= k && rand() < 0.5) {
         // Past k tokens in a state, move on: write one of the valid next markers (or end the run).
         const before = record.length;
         const forced = forceMarker(m, spell, rand, spec, [...eosIds][0], commit);

@@ -542,7 +542,7 @@ export class Spec {
     return this.exports.step(state, byte);
   }
 
-  /** The flags of a state (`STATE_ACCEPTING | STATE_YIELD | STATE_AFTER_ENV`; pushdown mode: of a configuration, accepting only). */
+  /** The flags of a state (`STATE_ACCEPTING | STATE_YIELD | STATE_AFTER_ENV`; pushdown mode: of a configuration). */
   stateFlags(state: number): number {
     return this.exports.state_flags(state);
   }
@@ -860,7 +860,7 @@ export class Matcher {
     if (!Number.isInteger(k) || k < 0 || k > MAX_BUDGET) throw new RangeError(`budget must be an integer in 0..${MAX_BUDGET}, not ${k}`);
     if (this.spec.pushdown) {
       if (k === 0) return;
-      throw new Error("budget: token budgets need a spec without call edges (a pushdown grammar has no spec states to move on to)");
+      throw new Error("budget: token budgets need a spec without call edges (a pushdown automaton has none): give the spec's grammar content a nesting bound, (:grammar ... :max-depth N)");
     }
     this.ex.m_set_budget(this.handle, k);
   }

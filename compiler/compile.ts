@@ -7,6 +7,7 @@
  * Both end as one ByteDfa and one .wasm on the same runtime; a grammar's has no spec states.
  */
 import { buildByteDfa, minimizeByteDfa } from "./automata/bytes.js";
+import { buildPushdownByteDfa } from "./automata/pushdown-bytes.js";
 import { constrainAndTrim, determinize, minimizeStateDfa } from "./automata/dfa.js";
 import { buildNfa } from "./automata/nfa.js";
 import { emitWasm, loadRuntimeWasm } from "./emit-wasm.js";
@@ -47,8 +48,10 @@ export function compileIR(ir: SpecIR, limits: Limits = {}): Compiled {
   const stateDfa = constrainAndTrim(determinize(nfa, ir.states.length, limits.maxDfaStates), ir, limits.maxDfaStates);
   const minStateDfa = minimizeStateDfa(stateDfa);
   const opts = { maxStates: limits.maxByteStates, maxDepth: limits.maxDepth, maxGrammarStates: limits.maxGrammarStates };
-  const rawByteDfa = () => buildByteDfa(ir, stateDfa, opts);
-  const byteDfa = minimizeByteDfa(buildByteDfa(ir, minStateDfa, opts));
+  // Grammar content without a nesting bound runs on a stack (automata/pushdown-bytes.ts).
+  const stack = buildPushdownByteDfa(ir, minStateDfa, opts);
+  const rawByteDfa = () => (stack ? buildPushdownByteDfa(ir, stateDfa, { ...opts, minimize: false })! : buildByteDfa(ir, stateDfa, opts));
+  const byteDfa = stack ?? minimizeByteDfa(buildByteDfa(ir, minStateDfa, opts));
   return { ir, nfa, stateDfa, minStateDfa, rawByteDfa, byteDfa };
 }
 

@@ -45,6 +45,7 @@ export const Codes = {
   E0401: "dead end",
   E0402: "empty language",
   E0403: "unreachable state",
+  E0404: "stack content entered mid-scan",
   E0501: "limit exceeded",
   E0502: "table size limit",
   E0601: "bad trace file",

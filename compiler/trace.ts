@@ -44,8 +44,11 @@ export function byteDfaEngine(d: ByteDfa): Engine {
 }
 
 /**
- * A pushdown grammar (grammar/pda.ts) as an Engine: the opaque states are configurations, numbered
- * in order of first appearance (so equal configurations are equal numbers); flags: Accepting only.
+ * A pushdown automaton (a grammar, grammar/pda.ts, or an agent with stack content,
+ * automata/pushdown-bytes.ts) as an Engine: the opaque states are configurations, numbered in
+ * order of first appearance (so equal configurations are equal numbers). Per-state outputs (spec
+ * state, flags, next markers, env edge) are those of the configuration's first pair: every pair of
+ * an agent's configuration agrees on them (pushdown-bytes.ts); a grammar has none.
  */
 export function pdaEngine(d: ByteDfa): Engine {
   const runner = new PdaRunner(pdaOfByteDfa(d));
@@ -58,6 +61,7 @@ export function pdaEngine(d: ByteDfa): Engine {
     return n;
   };
   const initial = id(runner.start());
+  const rep = (s: number): number => configs[s]!.states[0] ?? -1;
   return {
     initial: () => initial,
     feed: (s, bytes) => {
@@ -68,10 +72,15 @@ export function pdaEngine(d: ByteDfa): Engine {
       }
       return id(c);
     },
-    env: () => -1,
-    flags: (s) => (configs[s]!.accept ? ByteFlag.Accepting : 0),
-    specState: () => -1,
-    nextMarkers: () => [],
+    env: (s) => {
+      const q = rep(s);
+      const t = q < 0 ? -1 : d.envNext[q]!;
+      const c = t < 0 ? null : runner.at(t);
+      return c ? id(c) : -1;
+    },
+    flags: (s) => (configs[s]!.accept ? ByteFlag.Accepting : 0) | (rep(s) < 0 ? 0 : d.flags[rep(s)]! & ~ByteFlag.Accepting),
+    specState: (s) => (rep(s) < 0 ? -1 : d.specState[rep(s)]!),
+    nextMarkers: (s) => (rep(s) < 0 ? [] : d.nextMarkers[rep(s)]!),
   };
 }
 

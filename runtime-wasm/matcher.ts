@@ -20,8 +20,8 @@ import {
 } from "./vocab";
 import { RELEASED, distPtr, ensureDist, maskIndex } from "./masks";
 import {
-  NO_ROOT, cfAccepting, cfExternal, cfInternal, initialCfg, pdaCacheCheck, pdaCommit, pdaFeed,
-  pdaMode, pdaRollback,
+  NO_ROOT, cfAccepting, cfExternal, cfInternal, cfRep, cfYielding, initialCfg, pdaCacheCheck, pdaCommit,
+  pdaFeed, pdaMode, pdaRollback, pdaStateCfg,
 } from "./pushdown";
 import { pdaMaskOf } from "./pushdown-masks";
 
@@ -104,7 +104,19 @@ export function m_feed(m: i32, ptr: i32, len: i32): i32 {
 export function m_feed_env(m: i32, ptr: i32, len: i32): i32 {
   const r = rec(m);
   const s = load<u32>(r);
-  if (pdaMode || load<u32>(r, R_DONE) || !(flagsOf(s) & F_YIELD)) return -1;
+  if (load<u32>(r, R_DONE)) return -1;
+  if (pdaMode) {
+    pdaCacheCheck(NO_ROOT); // may compact: read the configuration after it
+    const q = cfRep(load<u32>(r));
+    if (q < 0 || !(flagsOf(<u32>q) & F_YIELD)) return -1;
+    const c = pdaStateCfg(<u32>load<u16>(info(<u32>q), 4));
+    if (c < 0) return -1;
+    store<u32>(r, <u32>c);
+    store<u32>(r, 0, R_COUNT);
+    store<u32>(r, 0, R_HIST);
+    return 0;
+  }
+  if (!(flagsOf(s) & F_YIELD)) return -1;
   const nxt = <u32>load<u16>(info(s), 4);
   if (nxt == NONE16) return -1;
   store<u32>(r, nxt);
@@ -125,7 +137,7 @@ export function m_accepting(m: i32): i32 {
 
 export function m_yielding(m: i32): i32 {
   const s = load<u32>(rec(m));
-  return pdaMode ? 0 : i32((flagsOf(s) & F_YIELD) != 0);
+  return pdaMode ? i32(cfYielding(s)) : i32((flagsOf(s) & F_YIELD) != 0);
 }
 
 /** 1 once an EOS token was committed (every later commit or feed is rejected), else 0. */

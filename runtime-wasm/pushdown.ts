@@ -9,8 +9,8 @@
  */
 
 import {
-  F_ACCEPTING, H_CLASSMAP, H_INITIAL, H_NCLASSES, H_NSTATES, NONE16, TABLE_BASE, flagsOf, hdr,
-  region,
+  F_ACCEPTING, F_YIELD, H_CLASSMAP, H_INITIAL, H_NCLASSES, H_NSTATES, NONE16, TABLE_BASE, flagsOf, hdr,
+  info, region, specOf,
 } from "./layout";
 import { dropTables, transBase } from "./tables";
 import { COUNT_MAX, HIST, REC, R_COUNT, R_DONE, R_HIST, R_RING, recBase, recCount } from "./records";
@@ -257,6 +257,26 @@ function cfIntern(set: usize): u32 {
     for (let k: u32 = 0; k < cfCount; k++) cfInsert(k);
   }
   return id;
+}
+
+/**
+ * The state of configuration `c`'s first pair, or -1 when it has none. An agent's configurations
+ * (compiler/automata/pushdown-bytes.ts) agree on every per-state output in all their pairs (spec
+ * state, flags, next markers, env edge), so the exports read them from this one.
+ */
+export function cfRep(c: u32): i32 {
+  const r = cfRec(c);
+  if ((load<u32>(r, 4) & 0x7fffffff) == 0) return -1;
+  return <i32>(load<u64>(pairPool + (<usize>load<u32>(r) << 3)) >>> 32);
+}
+
+/** The configuration of state `q` with an empty stack (an agent's state after the environment's text), or -1. */
+export function pdaStateCfg(q: u32): i32 {
+  store<u32>(setA, 1);
+  store<u32>(setA, 0, 4);
+  store<u64>(setA, (<u64>q << 32) | <u64>EMPTY_STACK, 8);
+  if (!pdaAlive(pdaStep(setA, ALL_CLASSES, setB), setB)) return -1;
+  return <i32>cfIntern(setB);
 }
 
 /** Copy configuration `c` into pair set `set`. */
@@ -615,6 +635,8 @@ export function pdaInit(): bool {
     }
     if (load<u32>(callIdx + (s << 2), 4) > load<u32>(callIdx + (s << 2))) k |= SK_CALLS;
     if (flagsOf(<u32>s) & F_ACCEPTING) k |= SK_ACC;
+    // A Yield state reads no byte but waits for the environment's text: configurations keep it.
+    if (flagsOf(<u32>s) & F_YIELD) k |= SK_READS;
     store<u8>(stKind + s, <u8>k);
   }
   needPtr = heap.alloc(ns << 2);
@@ -647,7 +669,8 @@ export function pdaInit(): bool {
 
 /**
  * need(q) for every state, as pda.ts `pdaNeed`: 0 at an end state, a byte edge costs nothing, a
- * call edge [start, ret] costs max(1 + need(start), need(ret)); a fixpoint from "unknown". The
+ * call edge [start, ret] costs max(1 + need(start), need(ret)), an env edge (an agent's Yield
+ * state) what a byte edge does; a fixpoint from "unknown". The
  * sweeps alternate direction, last state first: states are numbered from the initial one on, so a
  * sweep in one direction only can take a pass per state of a long chain (2,477 passes on a
  * 4,942-state schema, 2 s; 9 this way).
@@ -675,6 +698,8 @@ function computeNeed(): void {
         const v = max(needOf(e & 0xffff) + 1, needOf(e >>> 16));
         if (v < best) best = v;
       }
+      const en = <u32>load<u16>(info(q), 4);
+      if (en != NONE16 && needOf(en) < best) best = needOf(en);
       if (best < needOf(q)) {
         store<u32>(needPtr + (<usize>q << 2), best);
         changed = true;
@@ -727,11 +752,16 @@ export function pdaCommit(r: usize, id: i32, kind: u32): i32 {
   const len = load<u32>(tokOffPtr + (<usize>(id + 1) << 2)) - off;
   const t = pdaRun(c, tokBytesPtr + <usize>off, <usize>len);
   if (t < 0) return 3;
+  // The token counter restarts when an agent's spec state changes (a grammar has none); rollback
+  // then gives back 0, not the count of the state before.
+  const q0 = cfRep(c);
+  const q1 = cfRep(<u32>t);
+  const moved = q0 >= 0 && q1 >= 0 && specOf(<u32>q0) != specOf(<u32>q1);
   const count = load<u32>(r, R_COUNT);
-  pdaHistPush(r, count < COUNT_MAX);
+  pdaHistPush(r, !moved && count < COUNT_MAX);
   store<u32>(r, <u32>t);
-  store<u32>(r, min(count + 1, COUNT_MAX), R_COUNT);
-  return 0;
+  store<u32>(r, moved ? 0 : min(count + 1, COUNT_MAX), R_COUNT);
+  return i32(cfYielding(<u32>t));
 }
 
 /** m_rollback in pushdown mode (`0 < n ≤` the history length). */
@@ -761,14 +791,20 @@ export function pdaStepExport(state: i32, byte: i32): i32 {
   return pdaAlive(n, setB) ? cfExternal(cfIntern(setB)) : -1;
 }
 
-/** `m_feed` in pushdown mode (the matcher is not done): 0, or -(1 + i) with the matcher unchanged. */
+/** `m_feed` in pushdown mode (the matcher is not done): 0, 1 (yield), or -(1 + i) with the matcher unchanged. */
 export function pdaFeed(r: usize, p: usize, len: usize): i32 {
   pdaCacheCheck(NO_ROOT); // may compact: read the configuration after it
   const t = pdaRun(load<u32>(r), p, len);
   if (t < 0) return t;
   store<u32>(r, <u32>t);
   store<u32>(r, 0, R_HIST);
-  return 0;
+  return i32(cfYielding(<u32>t));
+}
+
+/** Is configuration `c` waiting for the environment's text (an agent's Yield state)? */
+export function cfYielding(c: u32): bool {
+  const q = cfRep(c);
+  return q >= 0 && (flagsOf(<u32>q) & F_YIELD) != 0;
 }
 
 // ---- Pushdown exports ----

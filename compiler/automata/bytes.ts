@@ -25,9 +25,14 @@ import { liveness, minimize } from "./minimize.js";
 
 export const DEFAULT_MAX_BYTE_STATES = 60_000;
 
-const enum Phase { Llm = 0, Yield = 1, AfterEnv = 2 }
+/**
+ * Where the text is: LLM text of a state, Yield (an env-input marker was emitted), AfterEnv (only
+ * whitespace, then a valid marker) or Trail (a stack content ended: only whitespace, then a marker).
+ */
+export const Phase = { Llm: 0, Yield: 1, AfterEnv: 2, Trail: 3 } as const;
+export type Phase = (typeof Phase)[keyof typeof Phase];
 
-interface Tuple { q: number; s: number; phase: Phase; c: number; r: string; tool: number; tc: number }
+export interface Tuple { q: number; s: number; phase: Phase; c: number; r: string; tool: number; tc: number }
 
 const latin1 = (bytes: Uint8Array) => String.fromCharCode(...bytes);
 
@@ -87,15 +92,25 @@ function scanUncached(sc: MarkerScanner, buf: string, final: boolean): { events:
 
 export interface ByteAutomatonOptions extends ContentOptions { maxStates?: number }
 
-export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptions = {}): ByteDfa {
-  const maxStates = opts.maxStates ?? DEFAULT_MAX_BYTE_STATES;
+/** A marker was committed into a state whose content runs on a stack: the product goes on eagerly from `tuple` (content at its start) with the bytes of `tail`. */
+export interface Entry { tuple: Tuple; tail: string }
+
+/**
+ * The lazy semantics every byte automaton of a spec shares: the marker scanner, the content in
+ * force, the byte classes, `apply` (scan events → the next tuple) and acceptance. `pushdown(s)`
+ * names the states whose content runs on a stack (automata/pushdown-bytes.ts): committing such a
+ * state's marker hands the rest of the buffer over (an Entry) instead of feeding its content here;
+ * `extraPartitions` are their byte classes.
+ */
+export function byteSemantics(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptions = {},
+  pushdown: (s: number) => boolean = () => false, extraPartitions: Uint8Array[] = []) {
   const sc = markerScanner(ir);
   const tools = ir.tools ?? [];
-  const contents = ir.states.map((s) => contentDfa(s.content, opts, tools));
+  const contents = ir.states.map((s, i) => (pushdown(i) ? noContent : contentDfa(s.content, opts, tools)));
   const argsContents = ir.states.map((s) => (s.content.kind === "toolArgs" ? toolArgsContents(s.content, tools, opts) : null));
   /** The content DFA in force in state `s` (phase, tool chosen last). */
   const contentIn = (s: number, phase: Phase, tool: number): ContentDfa => {
-    if (s < 0 || phase === Phase.AfterEnv) return wsContent;
+    if (s < 0 || phase === Phase.AfterEnv || phase === Phase.Trail) return wsContent;
     const byTool = argsContents[s];
     if (byTool) return tool >= 0 ? byTool[tool]! : noContent;
     return contents[s]!;
@@ -110,7 +125,6 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
     const n = toolSteps.step(tc, tool);
     return n < 0 ? null : [tool, n];
   };
-  const nSyms = dfa.nSyms;
 
   // Byte classes: bytes of markers and content literals are significant one by one; content DFAs
   // with a partition of their own (grammars) refine the rest.
@@ -118,7 +132,7 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
   for (const m of sc.markers) for (let i = 0; i < m.length; i++) sig.add(m.charCodeAt(i));
   const allContents = [wsContent, ...contents, ...argsContents.flatMap((a) => a ?? [])];
   for (const c of allContents) for (const b of c.significant) sig.add(b);
-  const partitions = [...new Set(allContents.flatMap((c) => (c.classOf ? [c.classOf] : [])))];
+  const partitions = [...new Set([...allContents.flatMap((c) => (c.classOf ? [c.classOf] : [])), ...extraPartitions])];
   const classMap = new Uint8Array(256);
   const reps: number[] = [];
   const classOfKey = new Map<string, number>();
@@ -131,31 +145,43 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
   const nClasses = reps.length;
   if (nClasses > 256) throw new SpecLimitError("byteClasses", nClasses, 256);
 
-  /** Applies scan events to a tuple; null = rejected. */
-  const apply = (t: Tuple, events: ScanEvent[], rest: string): Tuple | null => {
+  /** Text of scan events (what an Entry's tail is made of). */
+  const textOf = (events: ScanEvent[], from: number): string =>
+    events.slice(from).map((ev) => ("free" in ev ? ev.free : sc.markers[ev.marker]!)).join("");
+  /**
+   * Applies scan events to a tuple; null = rejected. The first `skip` bytes of the buffer were
+   * content already (a stack content ended there, Phase.Trail): they are not fed again, and a
+   * marker starting among them is not this tuple's.
+   */
+  const apply = (t: Tuple, events: ScanEvent[], rest: string, skip = 0): Tuple | Entry | null => {
     let { q, s, phase, c, tool, tc } = t;
-    for (const ev of events) {
+    let pos = 0;
+    for (let e = 0; e < events.length; e++) {
+      const ev = events[e]!;
       if (phase === Phase.Yield) return null; // nothing may follow an env-input marker
       const cd = contentIn(s, phase, tool);
       if ("free" in ev) {
-        for (let i = 0; i < ev.free.length && c >= 0; i++) c = cd.step(c, ev.free.charCodeAt(i));
+        for (let i = Math.max(0, skip - pos); i < ev.free.length && c >= 0; i++) c = cd.step(c, ev.free.charCodeAt(i));
         if (c < 0) return null;
+        pos += ev.free.length;
       } else {
-        if (!cd.accepting(c)) return null;
+        if (pos < skip || !cd.accepting(c)) return null;
+        pos += sc.markers[ev.marker]!.length;
         if (s >= 0 && phase === Phase.Llm && choosesTool[s]) {
           const r = call(s, c, tc);
           if (!r) return null;
           [tool, tc] = r;
         }
-        q = dfa.delta[q * nSyms + ev.marker]!;
+        q = dfa.delta[q * dfa.nSyms + ev.marker]!;
         if (q < 0) return null;
         s = ev.marker;
         phase = ir.states[s]!.env ? Phase.Yield : Phase.Llm;
         c = contents[s]!.start;
+        if (phase === Phase.Llm && pushdown(s)) return { tuple: { q, s, phase, c: 0, r: "", tool, tc }, tail: textOf(events, e + 1) + rest };
       }
     }
     if (phase === Phase.Yield && rest !== "") return null;
-    if (rest !== "" && s >= 0) {
+    if (rest !== "" && s >= 0 && skip <= pos) {
       // The pending text either completes a marker here (the content must be complete) or its
       // first byte turns out to be content: otherwise this tuple is a dead end, drop it now.
       const cd = contentIn(s, phase, tool);
@@ -163,17 +189,30 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
     }
     return { q, s, phase, c, r: rest, tool, tc };
   };
-  // Bytes that can neither start nor complete a marker: with nothing pending they are content.
-  const markerByte = new Uint8Array(256);
-  for (const m of sc.markers) if (m.length) markerByte[m.charCodeAt(0)] = 1;
-  const isAccepting = (t: Tuple): boolean => {
-    if (t.phase === Phase.Yield) return dfa.accepting[t.q]!;
-    const { events, rest } = scan(sc, t.r, true);
-    const f = apply({ ...t, r: "" }, events, rest);
+  /** Acceptance of a tuple's final state, after the pending text was scanned as the end (Entries: `onEntry`). */
+  const finalOk = (f: Tuple | Entry | null, onEntry: (e: Entry) => boolean): boolean => {
+    if (f !== null && "tail" in f) return onEntry(f);
     if (f === null || f.phase === Phase.Yield || f.s < 0 || !dfa.accepting[f.q]! || !contentOf(f).accepting(f.c)) return false;
     // The run ends inside a tool-choosing state: that last call must be allowed too.
     return !(f.phase === Phase.Llm && choosesTool[f.s] && call(f.s, f.c, f.tc) === null);
   };
+  /** Does the text end well in tuple `t` (its pending text scanned as the end, from byte `skip`)? */
+  const isAccepting = (t: Tuple, skip = 0, onEntry: (e: Entry) => boolean = () => false): boolean => {
+    if (t.phase === Phase.Yield) return dfa.accepting[t.q]!;
+    const { events, rest } = scan(sc, t.r, true);
+    return finalOk(apply({ ...t, r: "" }, events, rest, skip), onEntry);
+  };
+  // Bytes that can neither start nor complete a marker: with nothing pending they are content.
+  const markerByte = new Uint8Array(256);
+  for (const m of sc.markers) if (m.length) markerByte[m.charCodeAt(0)] = 1;
+  return { sc, tools, toolSteps, contentOf, classMap, reps, nClasses, apply, isAccepting, markerByte };
+}
+
+export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptions = {}): ByteDfa {
+  const maxStates = opts.maxStates ?? DEFAULT_MAX_BYTE_STATES;
+  const { sc, tools, toolSteps, contentOf, classMap, reps, nClasses, apply, isAccepting, markerByte } = byteSemantics(ir, dfa, opts);
+  const nSyms = dfa.nSyms;
+  const lazy = (x: Tuple | Entry | null): Tuple | null => x as Tuple | null; // no state runs on a stack here
 
   const tuples: Tuple[] = [];
   const trans: number[] = [];
@@ -232,7 +271,7 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
           next = c < 0 ? null : { ...t, c };
         } else {
           const { events, rest } = scanStep(tupleRid[i]!, t.r, b);
-          next = apply(t, events, rest);
+          next = lazy(apply(t, events, rest));
         }
       }
       trans[i * nClasses + k] = next ? intern(next) : -1;
@@ -243,7 +282,7 @@ export function buildByteDfa(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOptio
   // Trim to live states (env edges count as an extra symbol).
   const n = tuples.length;
   const next = (s: number, a: number) => (a < nClasses ? trans[s * nClasses + a]! : envNext[s]!);
-  const accepting = tuples.map(isAccepting);
+  const accepting = tuples.map((t) => isAccepting(t));
   const { coreach } = liveness(n, nClasses + 1, 0, next, (s) => accepting[s]!);
   if (!coreach[0]) {
     throw new SpecError("E0402", "empty language: no text conforms to this spec (check the content constraints against the markers)", ir.behavior.span);

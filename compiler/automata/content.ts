@@ -8,7 +8,8 @@
  * `ContentDfa` so the byte-level product treats them alike.
  */
 import { DEFAULT_MAX_DEPTH, grammarToDfa, withSurroundingWhitespace, type GrammarDfa } from "../grammar/regular.js";
-import type { Cfg } from "../grammar/cfg.js";
+import { grammarToPda, type GrammarPda } from "../grammar/pda.js";
+import type { Cfg, CfgRule } from "../grammar/cfg.js";
 import { SpecError } from "../diagnostics.js";
 import type { ContentIR, Span, ToolIR } from "../ir.js";
 
@@ -182,6 +183,51 @@ export function grammarContentDfa(c: Extract<ContentIR, { kind: "grammar" }>, op
     byKey.set(key, d);
   }
   return d;
+}
+
+/**
+ * Does this grammar content run on a stack (exact at any depth)? Yes where neither the state
+ * (:max-depth) nor the compile options bound its nesting.
+ */
+export function isStackContent(c: ContentIR, opts: ContentOptions = {}): c is Extract<ContentIR, { kind: "grammar" }> {
+  return c.kind === "grammar" && c.maxDepth === undefined && opts.maxDepth === undefined;
+}
+
+const pdaCache = new WeakMap<Cfg, Map<string, GrammarPda | null>>();
+
+/**
+ * The pushdown automaton of a grammar content with the whitespace before it (ws* sentence; the
+ * whitespace after it is the agent automaton's, automata/pushdown-bytes.ts), or null when the
+ * grammar does not nest (no call edge: the DFA of grammarContentDfa is the same language, exactly).
+ */
+export function grammarContentPda(c: Extract<ContentIR, { kind: "grammar" }>, opts: ContentOptions = {}): GrammarPda | null {
+  const key = `${opts.maxGrammarStates ?? ""}`;
+  let byKey = pdaCache.get(c.cfg);
+  if (!byKey) pdaCache.set(c.cfg, (byKey = new Map()));
+  if (byKey.has(key)) return byKey.get(key)!;
+  const name = c.source.inline ? `(inline, in ${c.source.file})` : c.source.file;
+  let pda: GrammarPda | null;
+  try {
+    pda = grammarToPda(leadingWhitespace(c.cfg), { maxStates: opts.maxGrammarStates, name }).pda;
+  } catch (e) {
+    if (e instanceof SpecError) (e as { span: Span | null }).span = c.span;
+    throw e;
+  }
+  if (!pda.calls.some((cs) => cs.length > 0)) pda = null;
+  byKey.set(key, pda);
+  return pda;
+}
+
+/** The grammar with a new start rule: JSON-style whitespace, then the old start rule. */
+function leadingWhitespace(cfg: Cfg): Cfg {
+  const names = new Set(cfg.rules.map((r) => r.name));
+  let base = "specc-content";
+  while (names.has(base) || names.has(`${base}-ws`)) base += "-x";
+  const ws = cfg.rules.length;
+  const top = ws + 1;
+  const wsRule: CfgRule = { name: `${base}-ws`, alts: [[{ kind: "bytes", ranges: [[0x09, 0x0a], [0x0d, 0x0d], [0x20, 0x20]] }, { kind: "rule", rule: ws }], []], origin: "repeat", owner: ws, span: null };
+  const topRule: CfgRule = { name: base, alts: [[{ kind: "rule", rule: ws }, { kind: "rule", rule: cfg.start }]], origin: "user", owner: top, span: null };
+  return { rules: [...cfg.rules, wsRule, topRule], start: top, warnings: [] };
 }
 
 /** A table-driven DFA as a ContentDfa. */

@@ -39,6 +39,7 @@
  * give byte-identical tables.
  */
 import { SpecError } from "../diagnostics.js";
+import { ByteFlag } from "../ir.js";
 import { minimize } from "../automata/minimize.js";
 import type { Cfg } from "./cfg.js";
 import {
@@ -55,6 +56,13 @@ export const PDA_MAX_PAIRS = 256;
 export interface GrammarPda extends GrammarDfa {
   /** Per state: call edges as [start, ret] pairs, sorted by start then ret. */
   calls: (readonly [number, number])[][];
+  /**
+   * States a configuration keeps although they read no byte (an agent's Yield states, which wait
+   * for the environment's text: automata/pushdown-bytes.ts). Absent: none.
+   */
+  keep?: Uint8Array;
+  /** Per state: the state after the environment's text (an agent's Yield states), or -1. Absent: none. */
+  env?: Int32Array;
 }
 
 export interface GrammarPdaResult {
@@ -349,12 +357,13 @@ function emptyLanguage(cfg: Cfg): never {
 
 // ───────────────────────────── the reference runner ─────────────────────────────
 
-type PdaShape = Pick<GrammarPda, "nStates" | "nClasses" | "trans" | "accepting" | "calls">;
+type PdaShape = Pick<GrammarPda, "nStates" | "nClasses" | "trans" | "accepting" | "calls" | "env">;
 
 /**
  * The least fixpoint of a per-state cost: 0 at an end state, else the cheapest of `byte(cost of
- * the target)` over byte edges and `call(cost of start, cost of ret)` over call edges. Every
- * state of a trimmed automaton gets a finite value.
+ * the target)` over byte edges and `call(cost of start, cost of ret)` over call edges; an env edge
+ * (an agent's Yield state) costs what a byte edge does. Every state of a trimmed automaton gets a
+ * finite value.
  */
 function stateCosts(pda: PdaShape, byte: (t: number) => number, call: (start: number, ret: number) => number): Int32Array {
   const cost = new Int32Array(pda.nStates).fill(0x3fffffff);
@@ -370,6 +379,8 @@ function stateCosts(pda: PdaShape, byte: (t: number) => number, call: (start: nu
         if (t >= 0) best = Math.min(best, byte(cost[t]!));
       }
       for (const [st, rt] of pda.calls[q]!) best = Math.min(best, call(cost[st]!, cost[rt]!));
+      const e = pda.env?.[q] ?? -1;
+      if (e >= 0) best = Math.min(best, byte(cost[e]!));
       if (best < cost[q]!) { cost[q] = best; changed = true; }
     }
   }
@@ -395,9 +406,13 @@ export function pdaDist(pda: PdaShape): Int32Array {
 }
 
 /** A compiled pushdown grammar's ByteDfa (tables) as the GrammarPda the runner takes. */
-export function pdaOfByteDfa(d: { nStates: number; nClasses: number; classMap: Uint8Array; initial: number; trans: Int32Array; flags: Uint8Array; calls?: (readonly [number, number])[][] }): GrammarPda {
+export function pdaOfByteDfa(d: { nStates: number; nClasses: number; classMap: Uint8Array; initial: number; trans: Int32Array; flags: Uint8Array; envNext?: Int32Array; calls?: (readonly [number, number])[][] }): GrammarPda {
   if (!d.calls) throw new Error("pdaOfByteDfa: the automaton has no call table (not a pushdown grammar)");
-  return { nStates: d.nStates, nClasses: d.nClasses, classMap: d.classMap, initial: d.initial, trans: d.trans, accepting: Uint8Array.from(d.flags, (f) => f & 1), calls: d.calls };
+  const keep = Uint8Array.from(d.flags, (f) => (f & ByteFlag.Yield ? 1 : 0));
+  return {
+    nStates: d.nStates, nClasses: d.nClasses, classMap: d.classMap, initial: d.initial, trans: d.trans, accepting: Uint8Array.from(d.flags, (f) => f & 1), calls: d.calls,
+    ...(keep.includes(1) ? { keep, env: d.envNext! } : {}),
+  };
 }
 
 /** A configuration: closed set of pairs, `stacks[i]` bottom → top; `accept`: an end with an empty stack. */
@@ -419,7 +434,13 @@ export class PdaRunner {
     this.readsBytes = new Uint8Array(pda.nStates);
     for (let s = 0; s < pda.nStates; s++) {
       for (let c = 0; c < pda.nClasses; c++) if (pda.trans[s * pda.nClasses + c]! >= 0) { this.readsBytes[s] = 1; break; }
+      if (pda.keep?.[s]) this.readsBytes[s] = 1;
     }
+  }
+
+  /** The configuration of state `q` with an empty stack (an agent's state after the environment's text). */
+  at(q: number): PdaConfig | null {
+    return this.close([[q, []]]);
   }
 
   start(): PdaConfig {
@@ -455,9 +476,10 @@ export class PdaRunner {
   /**
    * Bytes that complete `c` into a sentence, greedily along `pdaDist` (each byte brings the
    * nearest pair one byte closer, so this is a shortest completion); null if none is found within
-   * `maxBytes` (the stack limit can, in principle, cut a completion's way).
+   * `maxBytes` (the stack limit can, in principle, cut a completion's way). With `done`, the bytes
+   * up to the first configuration it holds for on that way (an agent: up to the next marker).
    */
-  finish(c: PdaConfig, maxBytes = 100_000): Uint8Array | null {
+  finish(c: PdaConfig, maxBytes = 100_000, done: (c: PdaConfig) => boolean = (x) => x.accept): Uint8Array | null {
     const dist = (this.dist ??= pdaDist(this.pda));
     const d = (x: PdaConfig): number => {
       if (x.accept) return 0;
@@ -469,7 +491,7 @@ export class PdaRunner {
     const seenClass = new Set<number>();
     for (let b = 0; b < 256; b++) if (!seenClass.has(this.pda.classMap[b]!)) { seenClass.add(this.pda.classMap[b]!); reps.push(b); }
     const out: number[] = [];
-    while (!c.accept) {
+    while (!done(c)) {
       if (out.length >= maxBytes) return null;
       let best: PdaConfig | null = null, bestByte = -1, bestD = Infinity;
       for (const b of reps) {

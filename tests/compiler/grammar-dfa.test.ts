@@ -375,21 +375,25 @@ describe("(e) agent specs with grammar content", () => {
       "Action Input: (48 / 2\nObservation:",
       "Action Input: half of 48\nObservation:",
       "Action Input: \nObservation:",
-      `Action Input: ${"(".repeat(9)}1${")".repeat(9)}\nObservation:`, // deeper than :max-depth 8
     ];
     for (const b of bad) {
       expect(verdict("react-calculator", { segments: [L(`Thought: x\nAction: Calculator\n${b}`)] }), b).toBe("violation");
     }
-    expect(verdict("react-calculator", { segments: [L(`Thought: x\nAction: Calculator\nAction Input: ${"(".repeat(8)}1${")".repeat(8)}\nObservation:`)] })).toBe("incomplete");
+    // No :max-depth: the expression runs on a stack, exact at any depth.
+    for (const k of [8, 9, 40]) {
+      expect(verdict("react-calculator", { segments: [L(`Thought: x\nAction: Calculator\nAction Input: ${"(".repeat(k)}1${")".repeat(k)}\nObservation:`)] })).toBe("incomplete");
+    }
+    expect(compiled("react-calculator").byteDfa.calls).toBeDefined();
     expect(verdict("react-calculator", { segments: [L("Thought: x\nAction: Search\nAction Input: 1\nObservation:")] })).toBe("violation");
   });
 
-  it("tool-json.agent: JSON arguments conform, broken JSON and too deep nesting do not", () => {
+  it("tool-json.agent: JSON arguments conform at any depth, broken JSON does not", () => {
     const run = (args: string) => verdict("tool-json", { segments: [L(`Thought: check\nAction: get_weather\nAction Input: ${args}\nObservation:`), E(" sunny\n"), L("Thought: done\nFinal Answer: sunny")] });
-    for (const a of ['{"city": "Paris"}', '{"city": "Paris", "days": [1, 2]}', ' {"q": {"lang": "en", "n": 3}, "tags": []} ', '{"s": "thought - a string may hold anything but a marker"}', "{}"]) {
+    for (const a of ['{"city": "Paris"}', '{"city": "Paris", "days": [1, 2]}', ' {"q": {"lang": "en", "n": 3}, "tags": []} ', '{"s": "thought - a string may hold anything but a marker"}', "{}",
+      '{"a": [[1]]}', '{"a": {"b": {"c": 1}}}', `{"a": ${"[".repeat(30)}${"]".repeat(30)}}`]) {
       expect(run(a), a).toBe("conforms");
     }
-    for (const a of ['{"city": Paris}', '{"city": "Paris",}', '["Paris"]', '{"a": [[1]]}', '{"a": {"b": {"c": 1}}}', '{"s": "Thought: no"}']) {
+    for (const a of ['{"city": Paris}', '{"city": "Paris",}', '["Paris"]', '{"s": "Thought: no"}', `{"a": ${"[".repeat(30)}${"]".repeat(29)}}`]) {
       expect(run(a), a).toBe("violation");
     }
   });
@@ -496,13 +500,15 @@ describe("(f) diagnostics", () => {
 
   it("a grammar state limit inside a spec points at the state's (:grammar ...)", () => {
     try {
-      compileSource(spec('(:grammar "examples/grammars/json.gbnf")'), "lim.agent", { maxGrammarStates: 300 });
+      compileSource(spec('(:grammar "examples/grammars/json.gbnf" :max-depth 8)'), "lim.agent", { maxGrammarStates: 300 });
       expect.unreachable();
     } catch (e) {
       expect(e).toBeInstanceOf(SpecLimitError);
       expect((e as SpecError).span?.line).toBe(4);
       expect((e as SpecError).hint).toContain("--max-depth");
     }
+    // Without a bound the same grammar runs on a stack: 73 states, well under the limit.
+    expect(compileSource(spec('(:grammar "examples/grammars/json.gbnf")'), "lim.agent", { maxGrammarStates: 300 }).byteDfa.calls).toBeDefined();
   });
 
   it("grammar warnings are printed as warnings", async () => {

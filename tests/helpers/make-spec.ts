@@ -225,7 +225,7 @@ export const EXAMPLE_SPECS: Record<string, SpecIR> = {
       ["Final-Answer", "Final Answer:"],
     ],
     "(next (until (next Thought Action Action-Input Observation) Thought) Final-Answer)"),
-    "Action-Input", "examples/grammars/json.gbnf", 2),
+    "Action-Input", "examples/grammars/json.gbnf"),
   "examples/react.agent": build("examples/react.agent", "react-agent", REACT_COLON, REACT_COLON_BEHAVIOR),
   "examples/react-brackets.agent": build("examples/react-brackets.agent", "react-agent", REACT_BRACKETS, REACT_BRACKETS_BEHAVIOR),
   "examples/react-brackets-oneline.agent": build(
