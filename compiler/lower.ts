@@ -21,8 +21,9 @@
  *           | (:tool-call [:max-depth N])  {"name": N, "arguments": A}, A valid for tool N
  *   each with whitespace allowed around it. A grammar file's path is relative to the spec file's
  *   folder; its diagnostics point into the grammar file (inline: into the spec, at the character).
- *   :max-depth bounds the nesting of the grammar's recursion (grammar/regular.ts; default 8, or the
- *   compile option --max-depth).
+ *   Without :max-depth (and without the compile option --max-depth) a content whose grammar nests
+ *   runs on a stack, exact at any depth (automata/pushdown-bytes.ts); :max-depth N bounds the
+ *   nesting of the grammar's recursion instead (a DFA, grammar/regular.ts).
  *
  * `(:token "<tool_call>")` makes the marker one vocabulary token rather than text (compiler/tokens.ts).
  * A tool call happens when a :tool-name or :tool-call state's content is complete (at the next

@@ -107,7 +107,7 @@ export function byteSemantics(ir: SpecIR, dfa: StateDfa, opts: ByteAutomatonOpti
   const sc = markerScanner(ir);
   const tools = ir.tools ?? [];
   const contents = ir.states.map((s, i) => (pushdown(i) ? noContent : contentDfa(s.content, opts, tools)));
-  const argsContents = ir.states.map((s) => (s.content.kind === "toolArgs" ? toolArgsContents(s.content, tools, opts) : null));
+  const argsContents = ir.states.map((s, i) => (s.content.kind === "toolArgs" && !pushdown(i) ? toolArgsContents(s.content, tools, opts) : null));
   /** The content DFA in force in state `s` (phase, tool chosen last). */
   const contentIn = (s: number, phase: Phase, tool: number): ContentDfa => {
     if (s < 0 || phase === Phase.AfterEnv || phase === Phase.Trail) return wsContent;

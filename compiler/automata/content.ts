@@ -186,36 +186,43 @@ export function grammarContentDfa(c: Extract<ContentIR, { kind: "grammar" }>, op
 }
 
 /**
- * Does this grammar content run on a stack (exact at any depth)? Yes where neither the state
- * (:max-depth) nor the compile options bound its nesting.
+ * Does this content run on a stack (exact at any depth)? Grammar, JSON Schema and tool contents do
+ * where neither the state (:max-depth) nor the compile options bound their nesting.
  */
-export function isStackContent(c: ContentIR, opts: ContentOptions = {}): c is Extract<ContentIR, { kind: "grammar" }> {
-  return c.kind === "grammar" && c.maxDepth === undefined && opts.maxDepth === undefined;
+export function isStackContent(c: ContentIR, opts: ContentOptions = {}): c is Extract<ContentIR, { kind: "grammar" | "toolArgs" | "toolCall" }> {
+  return (c.kind === "grammar" || c.kind === "toolArgs" || c.kind === "toolCall") && c.maxDepth === undefined && opts.maxDepth === undefined;
 }
 
-const pdaCache = new WeakMap<Cfg, Map<string, GrammarPda | null>>();
+const pdaCache = new WeakMap<Cfg, Map<string, GrammarPda>>();
 
 /**
- * The pushdown automaton of a grammar content with the whitespace before it (ws* sentence; the
- * whitespace after it is the agent automaton's, automata/pushdown-bytes.ts), or null when the
+ * The pushdown automaton of a grammar as content, with the whitespace before it (ws* sentence; the
+ * whitespace after it is the agent automaton's, automata/pushdown-bytes.ts). Errors point at `span`.
+ */
+export function contentPda(cfg: Cfg, name: string, span: Span, opts: ContentOptions = {}): GrammarPda {
+  const key = `${opts.maxGrammarStates ?? ""}`;
+  let byKey = pdaCache.get(cfg);
+  if (!byKey) pdaCache.set(cfg, (byKey = new Map()));
+  let pda = byKey.get(key);
+  if (!pda) {
+    try {
+      pda = grammarToPda(leadingWhitespace(cfg), { maxStates: opts.maxGrammarStates, name }).pda;
+    } catch (e) {
+      if (e instanceof SpecError) (e as { span: Span | null }).span = span;
+      throw e;
+    }
+    byKey.set(key, pda);
+  }
+  return pda;
+}
+
+/**
+ * A :grammar / :json-schema content's pushdown automaton (contentPda), or null when the
  * grammar does not nest (no call edge: the DFA of grammarContentDfa is the same language, exactly).
  */
 export function grammarContentPda(c: Extract<ContentIR, { kind: "grammar" }>, opts: ContentOptions = {}): GrammarPda | null {
-  const key = `${opts.maxGrammarStates ?? ""}`;
-  let byKey = pdaCache.get(c.cfg);
-  if (!byKey) pdaCache.set(c.cfg, (byKey = new Map()));
-  if (byKey.has(key)) return byKey.get(key)!;
-  const name = c.source.inline ? `(inline, in ${c.source.file})` : c.source.file;
-  let pda: GrammarPda | null;
-  try {
-    pda = grammarToPda(leadingWhitespace(c.cfg), { maxStates: opts.maxGrammarStates, name }).pda;
-  } catch (e) {
-    if (e instanceof SpecError) (e as { span: Span | null }).span = c.span;
-    throw e;
-  }
-  if (!pda.calls.some((cs) => cs.length > 0)) pda = null;
-  byKey.set(key, pda);
-  return pda;
+  const pda = contentPda(c.cfg, c.source.inline ? `(inline, in ${c.source.file})` : c.source.file, c.span, opts);
+  return pda.calls.some((cs) => cs.length > 0) ? pda : null;
 }
 
 /** The grammar with a new start rule: JSON-style whitespace, then the old start rule. */

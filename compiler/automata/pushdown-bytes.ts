@@ -1,5 +1,5 @@
 /**
- * @fileoverview The byte-level automaton of a spec whose grammar content runs on a stack: a
+ * @fileoverview The byte-level automaton of a spec whose grammar, JSON Schema or tool content runs on a stack: a
  * pushdown automaton (the runtime's pushdown mode, grammar/pda.ts's shape) whose top machine is
  * the agent — markers, free text, env states — and whose called machines are the content
  * grammars' nested constructs. Exact at any nesting depth: `:max-depth` bounds a grammar content
@@ -32,26 +32,63 @@
  * scan is deterministic; a committed marker kills the C path), so per-state outputs (spec state,
  * flags, next markers, env edge) stay per state, as the runtime reads them from a configuration.
  *
+ * Tool contents: :tool-args takes the automaton of the tool chosen last; :tool-call runs one C path
+ * per tool side by side, and the one that may end names the call there (bytes.ts takes the first
+ * tool whose sentence the text is; here two could only both end on one text if two call grammars
+ * shared a sentence, which their distinct names rule out).
+ *
  * Not handled (a compile error names the state): a stack content whose marker completes while
  * another marker is still pending, when the bytes the scan then hands over would enter a nested
  * construct (several bytes in one step across a call).
  */
 import { SpecError, SpecLimitError } from "../diagnostics.js";
-import { ByteFlag, type ByteDfa, type SpecIR, type StateDfa } from "../ir.js";
+import { ByteFlag, type ByteDfa, type SpecIR, type StateDfa, type ToolIR } from "../ir.js";
 import type { GrammarPda } from "../grammar/pda.js";
 import {
   DEFAULT_MAX_BYTE_STATES, Phase, byteSemantics, scan, type ByteAutomatonOptions, type Entry, type MarkerScanner, type Tuple,
 } from "./bytes.js";
-import { grammarContentPda, isStackContent } from "./content.js";
+import { grammarContentPda, isStackContent, contentPda } from "./content.js";
 import { minimize } from "./minimize.js";
 
 const enum Kind { L = 0, C = 1, K = 2 }
-interface Path { kind: Kind; t: Tuple; /** L in Phase.Trail: bytes of t.r that were content. */ j: number; /** K: the residual to end with. */ g: string }
+interface Path {
+  kind: Kind;
+  t: Tuple;
+  /** L in Phase.Trail: bytes of t.r that were content. */
+  j: number;
+  /** K: the residual to end with. */
+  g: string;
+  /** C, K: which automaton of the state's stack content (`StackContent.pdas`). */
+  part: number;
+}
 
 const keyOf = (p: Path): string => {
   const { q, s, phase, c, tool, tc, r } = p.t;
-  return `${p.kind},${q},${s},${phase},${c},${tool},${tc},${p.j},${p.g.length},${r.length}:${p.g}${r}`;
+  return `${p.kind},${q},${s},${phase},${c},${tool},${tc},${p.j},${p.part},${p.g.length},${r.length}:${p.g}${r}`;
 };
+
+/**
+ * A state's content on a stack: one automaton (:grammar, :json-schema); one per tool, the tool
+ * chosen last picks it (:tool-args); or one per tool side by side, the one that completes names the
+ * call (:tool-call).
+ */
+interface StackContent { kind: "one" | "byTool" | "union"; pdas: GrammarPda[] }
+
+function stackContent(st: SpecIR["states"][number], tools: readonly ToolIR[], opts: PushdownByteOptions): StackContent | null {
+  const c = st.content;
+  if (st.env || !isStackContent(c, opts)) return null;
+  if (c.kind === "grammar") {
+    const one = grammarContentPda(c, opts);
+    return one ? { kind: "one", pdas: [one] } : null;
+  }
+  if (c.kind !== "toolArgs" && c.kind !== "toolCall") return null;
+  const list = tools.map((t) => (c.kind === "toolArgs"
+    ? contentPda(t.args, `the arguments of tool ${t.name}`, c.span, opts)
+    : contentPda(t.call, `the call of tool ${t.name}`, c.span, opts)));
+  // No tool's grammar nests: the bounded DFA is the same language (bytes.ts).
+  if (list.every((x) => x.calls.every((cs) => cs.length === 0))) return null;
+  return { kind: c.kind === "toolArgs" ? "byTool" : "union", pdas: list };
+}
 
 export interface PushdownByteOptions extends ByteAutomatonOptions {
   /** Minimize (default true); false gives the trimmed automaton as built (differential tests). */
@@ -81,36 +118,50 @@ export function buildPushdownByteDfa(ir: SpecIR, dfa: StateDfa, opts: PushdownBy
 }
 
 function build(ir: SpecIR, dfa: StateDfa, opts: PushdownByteOptions, bounded: ReadonlySet<number>): ByteDfa | null {
-  const pdas = ir.states.map((st, i) => (!st.env && !bounded.has(i) && isStackContent(st.content, opts) ? grammarContentPda(st.content, opts) : null));
-  if (!pdas.some((p) => p !== null)) return null;
+  const tools = ir.tools ?? [];
+  const stacks = ir.states.map((st, i) => (bounded.has(i) ? null : stackContent(st, tools, opts)));
+  if (!stacks.some((p) => p !== null)) return null;
   const maxStates = opts.maxStates ?? DEFAULT_MAX_BYTE_STATES;
-  const sem = byteSemantics(ir, dfa, opts, (s) => pdas[s] !== null, pdas.flatMap((p) => (p ? [p.classMap] : [])));
-  const { sc, classMap, reps, nClasses, markerByte } = sem;
-  const pdaOf = (s: number): GrammarPda => pdas[s]!;
+  const sem = byteSemantics(ir, dfa, opts, (s) => stacks[s] !== null, stacks.flatMap((p) => (p ? p.pdas.map((x) => x.classMap) : [])));
+  const { sc, classMap, reps, nClasses, markerByte, toolSteps } = sem;
+  const pdaOf = (p: { t: Tuple; part: number }): GrammarPda => stacks[p.t.s]!.pdas[p.part]!;
   const step1 = (r: string, b: number) => scan(sc, r + String.fromCharCode(b), false);
   const hasMarker = (evs: readonly object[]) => evs.some((ev) => "marker" in ev);
   const endsOf = new Map<GrammarPda, (start: number, r: string) => string[]>();
-  const ends = (s: number, start: number, r: string): string[] => {
-    const pda = pdaOf(s);
+  const ends = (p: Path, start: number, r: string): string[] => {
+    const pda = pdaOf(p);
     let f = endsOf.get(pda);
     if (!f) endsOf.set(pda, (f = endResiduals(pda, sc, reps)));
     return f(start, r);
   };
 
-  const L = (t: Tuple, j = 0): Path => ({ kind: Kind.L, t, j, g: "" });
-  /** A C path, and the Trail path beside it where the content may end. */
-  const withEnd = (t: Tuple): Path[] => {
-    const out: Path[] = [{ kind: Kind.C, t, j: 0, g: "" }];
-    if (pdaOf(t.s).accepting[t.c]) out.push(L({ ...t, phase: Phase.Trail, c: 0 }, t.r.length));
+  const L = (t: Tuple, j = 0): Path => ({ kind: Kind.L, t, j, g: "", part: 0 });
+  /**
+   * A C path, and the Trail path beside it where the content may end. A :tool-call part that ends
+   * is that tool's call, stepped through the tool constraints here (bytes.ts does it at the next
+   * marker; a Trail path can only go on to one, or end the run).
+   */
+  const withEnd = (t: Tuple, part: number): Path[] => {
+    const out: Path[] = [{ kind: Kind.C, t, j: 0, g: "", part }];
+    if (!pdaOf({ t, part }).accepting[t.c]) return out;
+    let { tool, tc } = t;
+    if (stacks[t.s]!.kind === "union") {
+      tc = toolSteps.step(tc, part);
+      if (tc < 0) return out;
+      tool = part;
+    }
+    out.push(L({ ...t, phase: Phase.Trail, c: 0, tool, tc }, t.r.length));
     return out;
   };
   /** A marker entered a stack-content state: the rest of the buffer is read eagerly, byte by byte. */
   const enter = (e: Entry): Path[] => {
-    let paths = withEnd({ ...e.tuple, c: pdaOf(e.tuple.s).initial, r: "" });
+    const st = stacks[e.tuple.s]!;
+    const parts = st.kind === "one" ? [0] : st.kind === "byTool" ? (e.tuple.tool >= 0 ? [e.tuple.tool] : []) : st.pdas.map((_, i) => i);
+    let paths = parts.flatMap((part) => withEnd({ ...e.tuple, c: st.pdas[part]!.initial, r: "" }, part));
     for (let i = 0; i < e.tail.length && paths.length; i++) {
       const b = e.tail.charCodeAt(i);
       for (const p of paths) {
-        if (p.kind === Kind.C && pdaOf(p.t.s).calls[p.t.c]!.length > 0) {
+        if (p.kind === Kind.C && pdaOf(p).calls[p.t.c]!.length > 0) {
           const st = ir.states[p.t.s]!;
           throw new SpecError("E0404", `the content of state ${st.name} may open a nested construct in bytes that the marker scan hands over several at once ` +
             `(its marker "${st.marker}" completes while a longer marker is still possible)`, st.span,
@@ -136,10 +187,10 @@ function build(ir: SpecIR, dfa: StateDfa, opts: PushdownByteOptions, bounded: Re
     }
     const { events, rest } = step1(t.r, b);
     if (hasMarker(events)) return [];
-    const pda = pdaOf(t.s);
+    const pda = pdaOf(p);
     const c = pda.trans[t.c * pda.nClasses + pda.classMap[b]!]!;
     if (c < 0) return [];
-    return p.kind === Kind.C ? withEnd({ ...t, c, r: rest }) : [{ ...p, t: { ...t, c, r: rest } }];
+    return p.kind === Kind.C ? withEnd({ ...t, c, r: rest }, p.part) : [{ ...p, t: { ...t, c, r: rest } }];
   };
   const acceptsPath = (p: Path): boolean =>
     p.kind === Kind.L && sem.isAccepting(p.t, p.j, (e) => enter(e).some(acceptsPath));
@@ -154,13 +205,13 @@ function build(ir: SpecIR, dfa: StateDfa, opts: PushdownByteOptions, bounded: Re
     let id = ids.get(key);
     if (id === undefined) {
       id = states.length;
-      if (id >= maxStates) throw stackLimit(ir, pdas, id + 1, maxStates);
+      if (id >= maxStates) throw stackLimit(ir, stacks, id + 1, maxStates);
       ids.set(key, id);
       states.push(paths);
     }
     return id;
   };
-  const K = (t: Tuple, g: string): Path => ({ kind: Kind.K, t, j: 0, g });
+  const K = (t: Tuple, g: string, part: number): Path => ({ kind: Kind.K, t, j: 0, g, part });
   const trans: number[] = [];
   const accepting: boolean[] = [];
   const calls: [number, number][][] = [];
@@ -184,12 +235,12 @@ function build(ir: SpecIR, dfa: StateDfa, opts: PushdownByteOptions, bounded: Re
         if (t.phase === Phase.AfterEnv) fl |= ByteFlag.AfterEnv;
         continue;
       }
-      const pda = pdaOf(t.s);
+      const pda = pdaOf(p);
       if (p.kind === Kind.K && pda.accepting[t.c] && t.r === p.g) acc = true;
       for (const [st, rt] of pda.calls[t.c]!) {
-        for (const g of ends(t.s, st, t.r)) {
-          const start = intern([K({ ...t, c: st }, g)]);
-          const ret = intern(p.kind === Kind.C ? withEnd({ ...t, c: rt, r: g }) : [K({ ...t, c: rt, r: g }, p.g)]);
+        for (const g of ends(p, st, t.r)) {
+          const start = intern([K({ ...t, c: st }, g, p.part)]);
+          const ret = intern(p.kind === Kind.C ? withEnd({ ...t, c: rt, r: g }, p.part) : [K({ ...t, c: rt, r: g }, p.g, p.part)]);
           cs.push([start, ret]);
         }
       }
@@ -394,9 +445,9 @@ function endResiduals(pda: GrammarPda, sc: MarkerScanner, reps: number[]): (star
   };
 }
 
-function stackLimit(ir: SpecIR, pdas: (GrammarPda | null)[], value: number, max: number): SpecLimitError {
-  const g = ir.states.find((s, i) => pdas[i] !== null)!;
-  const e = new SpecLimitError("maxByteStates", value, max, g.content.kind === "grammar" ? g.content.span : null);
+function stackLimit(ir: SpecIR, stacks: (StackContent | null)[], value: number, max: number): SpecLimitError {
+  const g = ir.states.find((s, i) => stacks[i] !== null)!;
+  const e = new SpecLimitError("maxByteStates", value, max, "span" in g.content ? g.content.span : null);
   (e as { hint?: string }).hint = `the markers and ${g.name}'s grammar multiply the byte states (each pending marker prefix inside its content is a state): ` +
     "use fewer or shorter markers, or raise the limit (option maxByteStates)";
   return e;

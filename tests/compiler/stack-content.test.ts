@@ -288,3 +288,93 @@ describe("a recursive JSON Schema as state content", () => {
     expect(bad).toBeGreaterThan(5);
   });
 });
+
+describe("tool contents on a stack (:tool-args, :tool-call)", () => {
+  // A free-form value (any JSON) and a recursive schema nest without bound; `ping` takes nothing.
+  const TOOLS = JSON.stringify([
+    { type: "function", function: { name: "store", parameters: { type: "object", properties: { key: { type: "string", maxLength: 6 }, value: {} }, required: ["key", "value"], additionalProperties: false } } },
+    { type: "function", function: { name: "tree", parameters: { $defs: { n: { type: "object", properties: { kids: { type: "array", items: { $ref: "#/$defs/n" } } }, additionalProperties: false } }, $ref: "#/$defs/n" } } },
+    { type: "function", function: { name: "ping", parameters: { type: "object", properties: {}, additionalProperties: false } } },
+  ]);
+  const REACT = `(define a (:tools "t.tools.json") (:states (Thought (:text "Thought:")) (Action (:text "Action:") (:tool-name))
+    (Input (:text "Action Input:") (:tool-args)) (Obs (:text "Observation:") (:flags :env-input)) (Final (:text "Final Answer:")))
+    (:behavior (next (until (next Thought Action Input Obs) Thought) Final)) (:constraints (at-most 1 (tool ping)) (before (tool store) (tool tree))))`;
+  const HERMES = `(define h (:tools "t.tools.json") (:states (Call (:text "<tool_call>") (:tool-call)) (End (:text "</tool_call>") (:empty))
+    (Turn (:text "<|im_end|>") (:flags :env-input)) (Say (:text "<answer>")))
+    (:behavior (next (until (next Call End Turn) Say))) (:constraints (at-most 1 (tool ping)) (before (tool store) (tool tree))))`;
+  const compileWith = (spec: string, maxDepth?: number) => compileSource(spec, "/virtual/a.agent", maxDepth === undefined ? {} : { maxDepth }, {
+    readFile: (p: string) => { if (!p.endsWith("t.tools.json")) throw Object.assign(new Error("no such file"), { code: "ENOENT" }); return enc.encode(TOOLS); },
+  });
+  const value = (r: () => number, d: number): unknown => {
+    const k = r();
+    if (d <= 0 || k < 0.3) return [1, "s", true, null, 2.5][Math.floor(r() * 5)];
+    return k < 0.65 ? Array.from({ length: 1 + Math.floor(r() * 2) }, () => value(r, d - 1)) : { [`k${Math.floor(r() * 3)}`]: value(r, d - 1) };
+  };
+  const tree = (r: () => number, d: number): unknown => (d <= 0 || r() < 0.2 ? {} : { kids: Array.from({ length: 1 + Math.floor(r() * 2) }, () => tree(r, d - 1)) });
+
+  for (const [name, spec] of [["ReAct with :tool-name and :tool-args", REACT], ["Hermes-style :tool-call", HERMES]] as const) {
+    it(`${name}: deep arguments, the tool constraints and broken calls agree with the reference interpreter in every engine`, async () => {
+      const c = compileWith(spec);
+      expect(c.byteDfa.calls).toBeDefined();
+      const wasm = await Spec.load(compileToWasm(c));
+      const engines = { raw: byteDfaEngine(c.rawByteDfa()), min: byteDfaEngine(c.byteDfa), wasm: wasmEngine(wasm) };
+      const bounded = byteDfaEngine(compileWith(spec, 3).byteDfa);
+      const markers = c.ir.states.map((s) => s.marker);
+      const r = seededRandom(name.length);
+      let conforming = 0, deep = 0, boundedRefused = 0;
+      for (let k = 0; k < 60; k++) {
+        const calls: [string, unknown][] = [];
+        for (let n = 0; n < 1 + Math.floor(r() * 3); n++) {
+          const t = ["store", "tree", "ping"][Math.floor(r() * 3)]!;
+          // Every fourth run nests 12 levels on purpose (random values mostly stay shallow).
+          const deepRun = k % 4 === 0;
+          const v = deepRun ? Array.from({ length: 12 }).reduce<unknown>((acc, _, i) => (i % 2 ? { k: acc } : [acc, 1]), "x") : value(r, 2);
+          const tr = deepRun ? Array.from({ length: 12 }).reduce<unknown>((acc) => ({ kids: [acc, {}] }), {}) : tree(r, 2);
+          calls.push([t, t === "store" ? { key: r() < 0.1 ? "too-long" : "k", value: v } : t === "tree" ? tr : r() < 0.1 ? { x: 1 } : {}]);
+        }
+        const segs: Trace["segments"] = [];
+        for (const [t, args] of calls) {
+          const json = JSON.stringify(args, null, k % 3 === 0 ? 1 : undefined);
+          segs.push({ by: "llm", text: spec === REACT ? `Thought: go\nAction: ${t}\nAction Input: ${json}\nObservation:` : `<tool_call>{"name": "${t}", "arguments": ${json}}</tool_call><|im_end|>` });
+          segs.push({ by: "env", text: " ok\n" });
+        }
+        segs.push({ by: "llm", text: spec === REACT ? "Thought: done\nFinal Answer: x" : "<answer> x" });
+        if (k % 5 === 4) { // damage one LLM segment
+          const s = segs[0]!;
+          const at = Math.floor(r() * s.text.length);
+          s.text = s.text.slice(0, at) + ["]", "}", "{", ",", "\"", ""][Math.floor(r() * 6)] + s.text.slice(at + 1);
+        }
+        const trace = { segments: segs };
+        const ref = checkTrace(c.ir, trace);
+        if (ref) conforming++;
+        const vs = Object.entries(engines).map(([n, e]) => [n, runTrace(e, trace, markers)] as const);
+        for (const [n, v] of vs) {
+          expect(v.verdict === "conforms", `${n}: ${JSON.stringify(trace).slice(0, 400)}`).toBe(ref);
+          expect(portableVerdict(v)).toEqual(portableVerdict(vs[0]![1]));
+        }
+        if (ref && jsonDepth(trace) >= 8) {
+          deep++;
+          if (runTrace(bounded, trace, markers).verdict !== "conforms") boundedRefused++;
+        }
+      }
+      expect(conforming).toBeGreaterThan(10);
+      expect(conforming).toBeLessThan(60);
+      expect(deep).toBeGreaterThan(2);
+      expect(boundedRefused, "the same calls at :max-depth 3 are refused").toBe(deep);
+    });
+  }
+});
+
+/** Deepest nesting of JSON brackets in a trace's LLM text (strings here hold none). */
+function jsonDepth(t: Trace): number {
+  let d = 0, max = 0;
+  for (const s of t.segments) if (s.by === "llm") for (const ch of s.text) { if (ch === "[" || ch === "{") max = Math.max(max, ++d); else if (ch === "]" || ch === "}") d--; }
+  return max;
+}
+
+/** The parts of a verdict that do not depend on state numbering. */
+function portableVerdict(v: ReturnType<typeof runTrace>) {
+  if (v.verdict === "conforms") return { verdict: v.verdict };
+  if (v.verdict === "incomplete") return { verdict: v.verdict, specState: v.specState, expected: v.expected };
+  return { verdict: v.verdict, segment: v.segment, offset: v.offset, specState: v.specState, expected: v.expected, reason: v.reason };
+}
