@@ -89,11 +89,16 @@ export function makeInput(t: Target, seed: number, i: number): Uint8Array {
 
 const agent: Target = {
   name: "agent",
-  seeds: filesIn("examples", ".agent"),
+  // The examples, and one whose content nests without a file (the fuzzer reads none): it runs on a stack.
+  seeds: [...filesIn("examples", ".agent"), enc.encode('(define s (:states (A (:text "A:") (:grammar-text "root ::= \\"[\\" (root (\\",\\" root)*)? \\"]\\" | [a-z]")) ' +
+    '(B (:text "]:") (:flags :env-input)) (C (:text "Final:"))) (:behavior (next (until (next A B) A) C)))')],
   dictionary: ["(", ")", "(define", ":states", ":behavior", ":constraints", ":text", ":token", ":flags", ":env-input", ":output-constrs",
     ":grammar-text", ":json-schema-text", ":tool-name", ":tool-args", ":tool-call", ":empty", ":tools", ":max-depth", "next", "or", "until",
     "until_2", "until_1_3", "always", "at-most", "at-least", "eventually", "before", "(tool a)", "(each-tool)", "\"", "\"A:\"", "#", ";", "\n",
-    "((((((((", "))))))))", "\"root ::= [a-z]+\"", "\"{\\\"type\\\": \\\"integer\\\"}\"", "64", "65", "999999999999"],
+    "((((((((", "))))))))", "\"root ::= [a-z]+\"", "\"{\\\"type\\\": \\\"integer\\\"}\"", "64", "65", "999999999999",
+    // Content that nests (it runs on a stack) and markers made of its bytes.
+    "(:grammar-text \"root ::= \\\"[\\\" (root (\\\",\\\" root)*)? \\\"]\\\" | [a-z]\")", "(:json-schema-text \"{\\\"items\\\": {\\\"$ref\\\": \\\"#\\\"}}\")",
+    "(:text \"]:\")", "(:text \"[\")", "(:text \"a\")"],
   run: (b) => guard(() => compileSource(decodeSource("fuzz.agent", b), "fuzz.agent", LIMITS, { readFile: () => { throw Object.assign(new Error("no files in the fuzzer"), { code: "ENOENT" }); } })),
 };
 
