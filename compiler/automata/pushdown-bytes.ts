@@ -1,9 +1,9 @@
 /**
- * @fileoverview The byte-level automaton of a spec whose grammar, JSON Schema or tool content runs on a stack: a
- * pushdown automaton (the runtime's pushdown mode, grammar/pda.ts's shape) whose top machine is
- * the agent — markers, free text, env states — and whose called machines are the content
- * grammars' nested constructs. Exact at any nesting depth: `:max-depth` bounds a grammar content
- * when it is given (bytes.ts then runs it as a DFA); without it the content comes here.
+ * @fileoverview The byte-level automaton of a spec whose grammar, JSON Schema or tool content
+ * runs on a stack: a pushdown automaton (the runtime's pushdown mode, grammar/pda.ts's shape)
+ * whose top machine is the agent — markers, free text, env states — and whose called machines are
+ * the content grammars' nested constructs. Exact at any nesting depth: `:max-depth` bounds a
+ * content when it is given (bytes.ts then runs it as a DFA); without it the content comes here.
  *
  * The lazy semantics of bytes.ts feed a state's content only once the marker scan knows the bytes
  * are not the start of a marker; a pending marker prefix that fails is fed all at once. A stack
@@ -47,7 +47,7 @@ import type { GrammarPda } from "../grammar/pda.js";
 import {
   DEFAULT_MAX_BYTE_STATES, Phase, byteSemantics, scan, type ByteAutomatonOptions, type Entry, type MarkerScanner, type Tuple,
 } from "./bytes.js";
-import { grammarContentPda, isStackContent, contentPda } from "./content.js";
+import { contentPda, grammarContentPda, isStackContent } from "./content.js";
 import { minimize } from "./minimize.js";
 
 const enum Kind { L = 0, C = 1, K = 2 }
@@ -95,15 +95,16 @@ export interface PushdownByteOptions extends ByteAutomatonOptions {
   minimize?: boolean;
 }
 
-/** A nested construct of state `state`'s grammar can end with more than one residual. */
+/** Two goals of one machine state of state `state`'s content both go on into calls (the file overview). */
 class AmbiguousEnd extends Error {
   constructor(readonly state: number) { super(`ambiguous end residual in state ${state}`); }
 }
 
 /**
  * The automaton, or null when no state's content runs on a stack (bytes.ts builds it then). A
- * content whose nested constructs can end with more than one residual stays a bounded DFA (see
- * the file overview): the result is then the same as bytes.ts's for that state.
+ * content whose guesses would double with depth stays a bounded DFA (the file overview): that
+ * state is then what bytes.ts makes of it, limits included (a free-form JSON value at the
+ * default depth 8 can exceed maxGrammarStates; the error then asks for a smaller :max-depth).
  */
 export function buildPushdownByteDfa(ir: SpecIR, dfa: StateDfa, opts: PushdownByteOptions = {}): ByteDfa | null {
   const bounded = new Set<number>();
