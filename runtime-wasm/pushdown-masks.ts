@@ -100,6 +100,133 @@ function pdaSetEos(out: usize): void {
   for (let i: u32 = 0; i < nEos; i++) setBit(out, load<u32>(eosPtr + (<usize>i << 2)));
 }
 
+// ---- Subtree memo ----
+//
+// Below a root child of the trie, a walk whose set is then the single pair (t, SYM_BASE) (a
+// summary) or (t, empty stack) (a pair's walk) gives the same result whatever state it came from:
+// the same allowed trie-id ranges, the same frontier nodes, the same largest closure and stack-limit
+// check. Most states reach the same few states after one byte (free text, a pending marker prefix),
+// so those subtrees are walked once (the DFA walk in masks.ts memoizes the same way). Entries live
+// in a fixed hash table and pool; when either is full, subtrees are simply walked again.
+// Entry (u32 words in the pool): nRanges, nFronts, most pairs, largest depth + need, then nRanges
+// (a, b) trie-id ranges, then nFronts frontier node numbers.
+
+// @ts-ignore: decorator
+@inline const MEMO_SLOTS: u32 = 1 << 15;
+// @ts-ignore: decorator
+@inline const MEMO_WORDS: u32 = 1 << 20;
+/** Memo key kinds: a summary's subtree (stack SYM_BASE), a pair walk's (empty stack). */
+// @ts-ignore: decorator
+@inline const MK_SUMMARY: u64 = 1;
+// @ts-ignore: decorator
+@inline const MK_EMPTY: u64 = 2;
+let memoKeys: usize = 0;
+let memoOffs: usize = 0;
+let memoPool: usize = 0;
+let memoUsed: u32 = 0;
+let memoCount: u32 = 0;
+/** The subtree being recorded: its end node (0 = none), key, and where its ranges and fronts start. */
+let recEnd: u32 = 0;
+let recKey: u64 = 0;
+let recMax: u32 = 0;
+let recNeed0: u32 = 0;
+let recRanges: usize = 0;
+let recRangesCap: u32 = 0;
+let recNRanges: u32 = 0;
+let recFront0: u32 = 0;
+
+// @ts-ignore: decorator
+@inline function memoKey(kind: u64, t: u32, node: u32): u64 {
+  return (kind << 60) | (<u64>t << 32) | <u64>node;
+}
+
+/** The pool offset of the entry for `key`, or -1. */
+function memoFind(key: u64): i32 {
+  if (memoKeys == 0) return -1;
+  let pos = <u32>(((key ^ (key >>> 29)) * 0x9e3779b97f4a7c15) >>> 40) & (MEMO_SLOTS - 1);
+  let k = load<u64>(memoKeys + (<usize>pos << 3));
+  while (k != 0 && k != key) {
+    pos = (pos + 1) & (MEMO_SLOTS - 1);
+    k = load<u64>(memoKeys + (<usize>pos << 3));
+  }
+  return k == 0 ? -1 : <i32>load<u32>(memoOffs + (<usize>pos << 2));
+}
+
+/** Start recording the subtree that ends before node `end` under `key`. */
+function recStart(key: u64, end: u32, c: u32, nf: u32): void {
+  if (memoKeys == 0) {
+    memoKeys = allocZero(<usize>MEMO_SLOTS << 3);
+    memoOffs = heap.alloc(<usize>MEMO_SLOTS << 2);
+    memoPool = heap.alloc(<usize>MEMO_WORDS << 2);
+    recRangesCap = 1024;
+    recRanges = heap.alloc(<usize>recRangesCap << 3);
+  }
+  if (memoCount >= (MEMO_SLOTS >>> 1) || memoUsed + 4 >= MEMO_WORDS) return;
+  recEnd = end;
+  recKey = key;
+  recMax = c;
+  recNRanges = 0;
+  recFront0 = nf;
+}
+
+/** Note an allowed range [a, b) of the subtree being recorded (merged with the last when adjacent). */
+function recRange(a: u32, b: u32): void {
+  if (recNRanges > 0 && load<u32>(recRanges + (<usize>(recNRanges - 1) << 3), 4) == a) {
+    store<u32>(recRanges + (<usize>(recNRanges - 1) << 3), b, 4);
+    return;
+  }
+  if (recNRanges == recRangesCap) {
+    recRangesCap <<= 1;
+    recRanges = heap.realloc(recRanges, <usize>recRangesCap << 3);
+  }
+  store<u32>(recRanges + (<usize>recNRanges << 3), a);
+  store<u32>(recRanges + (<usize>recNRanges << 3), b, 4);
+  recNRanges++;
+}
+
+/** Store the recorded subtree (fronts are frontScratch[recFront0, nf)); `need` its largest depth + need. */
+function recFinish(nf: u32, need: u32): void {
+  recEnd = 0;
+  const nFront = nf - recFront0;
+  const words = 4 + (recNRanges << 1) + nFront;
+  if (memoUsed + words > MEMO_WORDS) return;
+  const e = memoPool + (<usize>memoUsed << 2);
+  store<u32>(e, recNRanges);
+  store<u32>(e, nFront, 4);
+  store<u32>(e, recMax, 8);
+  store<u32>(e, need, 12);
+  memory.copy(e + 16, recRanges, <usize>recNRanges << 3);
+  memory.copy(e + 16 + (<usize>recNRanges << 3), frontScratch + (<usize>recFront0 << 2), <usize>nFront << 2);
+  let pos = <u32>(((recKey ^ (recKey >>> 29)) * 0x9e3779b97f4a7c15) >>> 40) & (MEMO_SLOTS - 1);
+  while (load<u64>(memoKeys + (<usize>pos << 3)) != 0) pos = (pos + 1) & (MEMO_SLOTS - 1);
+  store<u64>(memoKeys + (<usize>pos << 3), recKey);
+  store<u32>(memoOffs + (<usize>pos << 2), memoUsed);
+  memoUsed += words;
+  memoCount++;
+}
+
+/** Set an entry's ranges in `out`; returns the entry's address (fronts and stats are read by the caller). */
+function memoApply(off: i32, out: usize): usize {
+  const e = memoPool + (<usize>off << 2);
+  const n = load<u32>(e);
+  for (let j: u32 = 0; j < n; j++) setRange(out, load<u32>(e + 16 + (<usize>j << 3)), load<u32>(e + 20 + (<usize>j << 3)));
+  return e;
+}
+
+/** Grow the frontier scratch to hold `n` nodes. */
+function frontReserve(n: u32): void {
+  if (n <= frontCap) return;
+  while (frontCap < n) frontCap <<= 1;
+  frontScratch = heap.realloc(frontScratch, <usize>frontCap << 2);
+}
+
+/** End a summary's recording: the subtree's largest depth + need is what `needSeen` holds since its root child. */
+function finishSummaryRec(nf: u32): void {
+  const need = needSeen;
+  recFinish(nf, need);
+  setNeedSeen(max(recNeed0, need));
+}
+
 /**
  * The summary of state `q`: the trie walked from the single pair (q, SYM_BASE). `base` gets the
  * tokens accepted on paths that never pop SYM_BASE (and the empty tokens); a node whose step pops
@@ -121,21 +248,44 @@ function pdaSummarize(q: u32): void {
   const n = nNodes;
   let i: u32 = 1;
   while (i < n) {
+    if (recEnd != 0 && i >= recEnd) finishSummaryRec(nf);
     const p = nodes + <usize>i * NODE;
     const w0 = load<u32>(p);
     const d = <usize>(w0 >>> 8);
     const dst = sets + d * SET_BYTES;
+    const ns0 = needSeen;
+    if (d == 1) setNeedSeen(0);
     const c = pdaStep(sets + (d - 1) * SET_BYTES, w0 & 0xff, dst);
     if (c > maxc) maxc = c;
+    if (recEnd != 0 && c > recMax) recMax = c;
+    if (d == 1) {
+      // A root child: its subtree from a single (t, SYM_BASE) pair is memoized.
+      const sk = load<u32>(p, 4);
+      if (c == 1 && load<u32>(dst) == 1 && load<u32>(dst, 4) == 0 && <u32>load<u64>(dst, 8) == SYM_BASE) {
+        const key = memoKey(MK_SUMMARY, <u32>(load<u64>(dst, 8) >>> 32), i);
+        const off = memoFind(key);
+        if (off >= 0) {
+          const e = memoApply(off, base);
+          const nF = load<u32>(e, 4);
+          frontReserve(nf + nF);
+          memory.copy(frontScratch + (<usize>nf << 2), e + 16 + (<usize>load<u32>(e) << 3), <usize>nF << 2);
+          nf += nF;
+          if (load<u32>(e, 8) > maxc) maxc = load<u32>(e, 8);
+          setNeedSeen(max(ns0, load<u32>(e, 12)));
+          i = sk;
+          continue;
+        }
+        recNeed0 = ns0;
+        recStart(key, sk, c, nf);
+        if (recEnd == 0) setNeedSeen(max(ns0, needSeen));
+      } else setNeedSeen(max(ns0, needSeen));
+    }
     if (c == 0 || c > PDA_MAX_PAIRS) {
       i = load<u32>(p, 4);
       continue;
     }
     if (load<u32>(dst, 4) & SF_ESCAPE) {
-      if (nf == frontCap) {
-        frontCap <<= 1;
-        frontScratch = heap.realloc(frontScratch, <usize>frontCap << 2);
-      }
+      frontReserve(nf + 1);
       store<u32>(frontScratch + (<usize>nf << 2), i);
       nf++;
       i = load<u32>(p, 4);
@@ -146,8 +296,10 @@ function pdaSummarize(q: u32): void {
       continue;
     }
     setRange(base, load<u32>(p, 8), load<u32>(p, 8 + NODE));
+    if (recEnd != 0) recRange(load<u32>(p, 8), load<u32>(p, 8 + NODE));
     i++;
   }
+  if (recEnd != 0) finishSummaryRec(nf);
   const front = heap.alloc((<usize>nf + 1) << 2);
   store<u32>(front, nf);
   memory.copy(front + 4, frontScratch, <usize>nf << 2);
@@ -173,6 +325,7 @@ function pdaWalk(out: usize, front: usize): u32 {
   const nf: u32 = front == 0 ? 0 : load<u32>(front);
   let i: u32 = 1;
   while (i < n) {
+    if (recEnd != 0 && i >= recEnd) recFinish(0, 0);
     const p = nodes + <usize>i * NODE;
     const w0 = load<u32>(p);
     const sk = load<u32>(p, 4);
@@ -192,13 +345,30 @@ function pdaWalk(out: usize, front: usize): u32 {
     const dst = sets + d * SET_BYTES;
     const c = pdaStep(sets + (d - 1) * SET_BYTES, w0 & 0xff, dst);
     if (c > maxc) maxc = c;
+    if (recEnd != 0 && c > recMax) recMax = c;
     if (!pdaAlive(c, dst)) {
       i = sk;
       continue;
     }
-    if (mark) setRange(out, load<u32>(p, 8), load<u32>(p, 8 + NODE));
+    if (mark && d == 1 && c == 1 && load<u32>(dst) == 1 && <u32>load<u64>(dst, 8) == 0) {
+      // A whole root child's subtree from a single (t, empty stack) pair: memoized.
+      const key = memoKey(MK_EMPTY, <u32>(load<u64>(dst, 8) >>> 32), i);
+      const off = memoFind(key);
+      if (off >= 0) {
+        const e = memoApply(off, out);
+        if (load<u32>(e, 8) > maxc) maxc = load<u32>(e, 8);
+        i = sk;
+        continue;
+      }
+      recStart(key, sk, c, 0);
+    }
+    if (mark) {
+      setRange(out, load<u32>(p, 8), load<u32>(p, 8 + NODE));
+      if (recEnd != 0) recRange(load<u32>(p, 8), load<u32>(p, 8 + NODE));
+    }
     i++;
   }
+  if (recEnd != 0) recFinish(0, 0);
   return maxc;
 }
 

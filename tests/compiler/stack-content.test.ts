@@ -239,26 +239,34 @@ describe("examples/tool-json.agent (no :max-depth)", () => {
       }
       return out;
     };
-    const text = `Thought: look it up\nAction: get_weather\nAction Input: ${deepJson(12)}\nObservation:`;
-    const bytes = enc.encode(text);
+    // Free text, markers, a deep argument, a yield; then after the environment's text free text in
+    // an accepting state (Final Answer), whose masks come from walks with the empty stack.
     const m = spec.matcher();
     let cfg: PdaConfig | null = runner.start();
-    const at = [0, 9, 25, 40, 50, 54, 58, 62, 66, 70, 74, 80, 85, 90, bytes.length - 5, bytes.length - 1];
     let checked = 0;
-    for (let i = 0; i <= bytes.length; i++) {
-      if (at.includes(i)) {
-        const got = m.maskView().slice();
-        const want = brute(cfg!);
-        expect(maskDiff(got, want, vocab), `at byte ${i} of ${JSON.stringify(text)}`).toEqual([]);
-        checked++;
+    const check = (where: string) => {
+      const got = m.maskView().slice();
+      expect(maskDiff(got, brute(cfg!), vocab), where).toEqual([]);
+      checked++;
+    };
+    const feed = (text: string, at: number[]) => {
+      const bytes = enc.encode(text);
+      for (let i = 0; i <= bytes.length; i++) {
+        if (at.includes(i)) check(`at byte ${i} of ${JSON.stringify(text)}`);
+        if (i === bytes.length) break;
+        expect(m.feed(bytes.subarray(i, i + 1)).ok).toBe(true);
+        cfg = runner.step(cfg!, bytes[i]!);
+        expect(cfg).not.toBeNull();
       }
-      if (i === bytes.length) break;
-      expect(m.feed(bytes.subarray(i, i + 1)).ok).toBe(true);
-      cfg = runner.step(cfg!, bytes[i]!);
-      expect(cfg).not.toBeNull();
-    }
-    expect(checked).toBe(at.length);
-  }, 120_000);
+    };
+    const first = `Thought: look it up\nAction: get_weather\nAction Input: ${deepJson(12)}\nObservation:`;
+    feed(first, [0, 9, 25, 40, 50, 54, 58, 62, 66, 70, 74, 80, 85, 90, enc.encode(first).length - 5, enc.encode(first).length]);
+    m.feedEnv(" 21C");
+    cfg = runner.at(c.byteDfa.envNext[cfg!.states[0]!]!);
+    feed("\nThought: warm. Final\nFinal Answer: warm (21C), Thought", [0, 2, 10, 20, 22, 27, 33, 36, 45, 50, 54]);
+    expect(m.accepting).toBe(true); // "Thought" without ":" is free text at the end
+    expect(checked).toBe(27);
+  }, 180_000);
 });
 
 describe("a recursive JSON Schema as state content", () => {
