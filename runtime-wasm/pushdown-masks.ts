@@ -6,7 +6,7 @@
  * in the same distinct-mask store as the DFA masks (vocab.ts); the scheme is described below.
  */
 
-import { H_NSTATES, hdr } from "./layout";
+import { H_NSPEC, H_NSTATES, hdr } from "./layout";
 import {
   NODE, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
   maxDepth, nEos, nMasks, nNodes, nodesPtr, setBit, setMaskStore, setRange,
@@ -63,6 +63,7 @@ function pdaVocabInit(): void {
   pairScratch = heap.alloc(maskBytes);
   cfgScratch = heap.alloc(maskBytes);
   pairCacheInit();
+  memoOn = hdr(H_NSPEC) > 0;
   // The DFA path sizes the distinct-mask index for 2 × nStates + 1 masks; configurations and pairs
   // can need any number, so take it over with a growable copy.
   maskCap = 0;
@@ -107,7 +108,8 @@ function pdaSetEos(out: usize): void {
 // the same allowed trie-id ranges, the same frontier nodes, the same largest closure and stack-limit
 // check. Most states reach the same few states after one byte (free text, a pending marker prefix),
 // so those subtrees are walked once (the DFA walk in masks.ts memoizes the same way). Entries live
-// in a fixed hash table and pool; when either is full, subtrees are simply walked again.
+// in a hash table and a pool that start small (a first mask must not pay for megabytes) and double
+// up to MEMO_SLOTS slots and MEMO_WORDS words; past that, subtrees are simply walked again.
 // Entry (u32 words in the pool): nRanges, nFronts, most pairs, largest depth + need, then nRanges
 // (a, b) trie-id ranges, then nFronts frontier node numbers.
 
@@ -120,9 +122,18 @@ function pdaSetEos(out: usize): void {
 @inline const MK_SUMMARY: u64 = 1;
 // @ts-ignore: decorator
 @inline const MK_EMPTY: u64 = 2;
+/**
+ * The memo is on for agents (tables with spec states) only. Their free-text states all walk the
+ * same subtrees (tool-json: every state's summary in 0.12 s with it, 0.87 s without). A standalone
+ * grammar's states seldom share a subtree: on the MaskBench sample the recording cost more than the
+ * hits saved (TBM p99 8.5 ms with it, 6.4–6.8 ms without).
+ */
+let memoOn: bool = false;
 let memoKeys: usize = 0;
 let memoOffs: usize = 0;
 let memoPool: usize = 0;
+let memoSlots: u32 = 0;
+let memoWords: u32 = 0;
 let memoUsed: u32 = 0;
 let memoCount: u32 = 0;
 /** The subtree being recorded: its end node (0 = none), key, and where its ranges and fronts start. */
@@ -143,25 +154,91 @@ let recFront0: u32 = 0;
 /** The pool offset of the entry for `key`, or -1. */
 function memoFind(key: u64): i32 {
   if (memoKeys == 0) return -1;
-  let pos = <u32>(((key ^ (key >>> 29)) * 0x9e3779b97f4a7c15) >>> 40) & (MEMO_SLOTS - 1);
+  let pos = memoHash(key) & (memoSlots - 1);
   let k = load<u64>(memoKeys + (<usize>pos << 3));
   while (k != 0 && k != key) {
-    pos = (pos + 1) & (MEMO_SLOTS - 1);
+    pos = (pos + 1) & (memoSlots - 1);
     k = load<u64>(memoKeys + (<usize>pos << 3));
   }
-  return k == 0 ? -1 : <i32>load<u32>(memoOffs + (<usize>pos << 2));
+  if (k == 0) return -1;
+  const off = load<u32>(memoOffs + (<usize>pos << 2));
+  return off == MEMO_SEEN ? -2 : <i32>off;
+}
+
+/** The offset of a key seen once and not recorded: a subtree is recorded the second time it comes. */
+// @ts-ignore: decorator
+@inline const MEMO_SEEN: u32 = 0xffffffff;
+
+/** Whether the memo may take one more key (the table grows up to MEMO_SLOTS). */
+function memoRoom(): bool {
+  if (memoKeys == 0) {
+    memoRehash(1024);
+    memoWords = 1 << 13;
+    memoPool = heap.alloc(<usize>memoWords << 2);
+    recRangesCap = 256;
+    recRanges = heap.alloc(<usize>recRangesCap << 3);
+  }
+  if (memoCount >= (memoSlots >>> 1)) {
+    if (memoSlots == MEMO_SLOTS) return false;
+    memoRehash(memoSlots << 1);
+  }
+  return true;
+}
+
+/**
+ * Look `key` up for a subtree ending before `end`: the entry's offset (a hit), or -1 after
+ * starting to record it (its second visit), or after noting the first visit (nothing recorded:
+ * most subtrees of a JSON grammar's states are walked from one state only).
+ */
+function memoVisit(key: u64, end: u32, c: u32, nf: u32): i32 {
+  if (!memoOn) return -1;
+  const off = memoFind(key);
+  if (off >= 0) return off;
+  if (off == -2) recStart(key, end, c, nf);
+  else if (memoRoom()) {
+    memoInsert(key, MEMO_SEEN);
+    memoCount++;
+  }
+  return -1;
+}
+
+// @ts-ignore: decorator
+@inline function memoHash(key: u64): u32 {
+  return <u32>(((key ^ (key >>> 29)) * 0x9e3779b97f4a7c15) >>> 40);
+}
+
+/** Put `key` → `off` into the table: over its own slot, or into a free one (there is one). */
+function memoInsert(key: u64, off: u32): void {
+  let pos = memoHash(key) & (memoSlots - 1);
+  let k = load<u64>(memoKeys + (<usize>pos << 3));
+  while (k != 0 && k != key) {
+    pos = (pos + 1) & (memoSlots - 1);
+    k = load<u64>(memoKeys + (<usize>pos << 3));
+  }
+  store<u64>(memoKeys + (<usize>pos << 3), key);
+  store<u32>(memoOffs + (<usize>pos << 2), off);
+}
+
+/** A table of `slots` slots holding the entries so far. */
+function memoRehash(slots: u32): void {
+  const oldKeys = memoKeys;
+  const oldOffs = memoOffs;
+  const oldSlots = memoSlots;
+  memoKeys = allocZero(<usize>slots << 3);
+  memoOffs = heap.alloc(<usize>slots << 2);
+  memoSlots = slots;
+  for (let j: u32 = 0; j < oldSlots; j++) {
+    const k = load<u64>(oldKeys + (<usize>j << 3));
+    if (k != 0) memoInsert(k, load<u32>(oldOffs + (<usize>j << 2)));
+  }
+  if (oldKeys != 0) {
+    heap.free(oldKeys);
+    heap.free(oldOffs);
+  }
 }
 
 /** Start recording the subtree that ends before node `end` under `key`. */
 function recStart(key: u64, end: u32, c: u32, nf: u32): void {
-  if (memoKeys == 0) {
-    memoKeys = allocZero(<usize>MEMO_SLOTS << 3);
-    memoOffs = heap.alloc(<usize>MEMO_SLOTS << 2);
-    memoPool = heap.alloc(<usize>MEMO_WORDS << 2);
-    recRangesCap = 1024;
-    recRanges = heap.alloc(<usize>recRangesCap << 3);
-  }
-  if (memoCount >= (MEMO_SLOTS >>> 1) || memoUsed + 4 >= MEMO_WORDS) return;
   recEnd = end;
   recKey = key;
   recMax = c;
@@ -169,10 +246,28 @@ function recStart(key: u64, end: u32, c: u32, nf: u32): void {
   recFront0 = nf;
 }
 
+/**
+ * A subtree whose allowed ids fall into more ranges, or that has more frontier nodes, than this is
+ * not memoized: storing and re-applying it costs about what walking it again does (inside a JSON
+ * string most tokens are allowed, but the ones with a quote or a backslash cut the ranges up).
+ */
+// @ts-ignore: decorator
+@inline const REC_MAX_PARTS: u32 = 512;
+
+/** Stop recording (the subtree is not worth a memo); a summary's running `needSeen` goes on. */
+function recAbort(): void {
+  recEnd = 0;
+  setNeedSeen(max(recNeed0, needSeen));
+}
+
 /** Note an allowed range [a, b) of the subtree being recorded (merged with the last when adjacent). */
 function recRange(a: u32, b: u32): void {
   if (recNRanges > 0 && load<u32>(recRanges + (<usize>(recNRanges - 1) << 3), 4) == a) {
     store<u32>(recRanges + (<usize>(recNRanges - 1) << 3), b, 4);
+    return;
+  }
+  if (recNRanges == REC_MAX_PARTS) {
+    recAbort();
     return;
   }
   if (recNRanges == recRangesCap) {
@@ -189,7 +284,13 @@ function recFinish(nf: u32, need: u32): void {
   recEnd = 0;
   const nFront = nf - recFront0;
   const words = 4 + (recNRanges << 1) + nFront;
-  if (memoUsed + words > MEMO_WORDS) return;
+  if (memoUsed + words > memoWords) {
+    let cap = memoWords;
+    while (memoUsed + words > cap && cap < MEMO_WORDS) cap <<= 1;
+    if (memoUsed + words > cap) return;
+    memoPool = heap.realloc(memoPool, <usize>cap << 2);
+    memoWords = cap;
+  }
   const e = memoPool + (<usize>memoUsed << 2);
   store<u32>(e, recNRanges);
   store<u32>(e, nFront, 4);
@@ -197,12 +298,8 @@ function recFinish(nf: u32, need: u32): void {
   store<u32>(e, need, 12);
   memory.copy(e + 16, recRanges, <usize>recNRanges << 3);
   memory.copy(e + 16 + (<usize>recNRanges << 3), frontScratch + (<usize>recFront0 << 2), <usize>nFront << 2);
-  let pos = <u32>(((recKey ^ (recKey >>> 29)) * 0x9e3779b97f4a7c15) >>> 40) & (MEMO_SLOTS - 1);
-  while (load<u64>(memoKeys + (<usize>pos << 3)) != 0) pos = (pos + 1) & (MEMO_SLOTS - 1);
-  store<u64>(memoKeys + (<usize>pos << 3), recKey);
-  store<u32>(memoOffs + (<usize>pos << 2), memoUsed);
+  memoInsert(recKey, memoUsed); // over the key's MEMO_SEEN slot
   memoUsed += words;
-  memoCount++;
 }
 
 /** Set an entry's ranges in `out`; returns the entry's address (fronts and stats are read by the caller). */
@@ -263,7 +360,8 @@ function pdaSummarize(q: u32): void {
       const sk = load<u32>(p, 4);
       if (c == 1 && load<u32>(dst) == 1 && load<u32>(dst, 4) == 0 && <u32>load<u64>(dst, 8) == SYM_BASE) {
         const key = memoKey(MK_SUMMARY, <u32>(load<u64>(dst, 8) >>> 32), i);
-        const off = memoFind(key);
+        recNeed0 = ns0;
+        const off = memoVisit(key, sk, c, nf);
         if (off >= 0) {
           const e = memoApply(off, base);
           const nF = load<u32>(e, 4);
@@ -275,8 +373,6 @@ function pdaSummarize(q: u32): void {
           i = sk;
           continue;
         }
-        recNeed0 = ns0;
-        recStart(key, sk, c, nf);
         if (recEnd == 0) setNeedSeen(max(ns0, needSeen));
       } else setNeedSeen(max(ns0, needSeen));
     }
@@ -285,6 +381,7 @@ function pdaSummarize(q: u32): void {
       continue;
     }
     if (load<u32>(dst, 4) & SF_ESCAPE) {
+      if (recEnd != 0 && nf - recFront0 == REC_MAX_PARTS) recAbort();
       frontReserve(nf + 1);
       store<u32>(frontScratch + (<usize>nf << 2), i);
       nf++;
@@ -352,15 +449,13 @@ function pdaWalk(out: usize, front: usize): u32 {
     }
     if (mark && d == 1 && c == 1 && load<u32>(dst) == 1 && <u32>load<u64>(dst, 8) == 0) {
       // A whole root child's subtree from a single (t, empty stack) pair: memoized.
-      const key = memoKey(MK_EMPTY, <u32>(load<u64>(dst, 8) >>> 32), i);
-      const off = memoFind(key);
+      const off = memoVisit(memoKey(MK_EMPTY, <u32>(load<u64>(dst, 8) >>> 32), i), sk, c, 0);
       if (off >= 0) {
         const e = memoApply(off, out);
         if (load<u32>(e, 8) > maxc) maxc = load<u32>(e, 8);
         i = sk;
         continue;
       }
-      recStart(key, sk, c, 0);
     }
     if (mark) {
       setRange(out, load<u32>(p, 8), load<u32>(p, 8 + NODE));
