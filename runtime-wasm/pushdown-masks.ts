@@ -11,7 +11,7 @@ import {
   NODE, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
   maxDepth, nEos, nMasks, nNodes, nodesPtr, setBit, setMaskStore, setRange,
 } from "./vocab";
-import { pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
+import { hashPair, pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
 import {
   PDA_MAX_PAIRS, PDA_MAX_STACK, SET_BYTES, SF_ESCAPE, SK_READS, SYM_BASE, cfCount, cfLoad, cfRec,
   needOf, needSeen, pairPool, pdaAlive, pdaStep, pnDepth, setNeedSeen, stKind,
@@ -151,16 +151,22 @@ let recFront0: u32 = 0;
   return (kind << 60) | (<u64>t << 32) | <u64>node;
 }
 
-/** The pool offset of the entry for `key`, or -1. */
-function memoFind(key: u64): i32 {
-  if (memoKeys == 0) return -1;
-  let pos = memoHash(key) & (memoSlots - 1);
+/** The table slot of `key`: its own, or the free one where it would go (there is one). */
+function memoSlot(key: u64): u32 {
+  let pos = hashPair(key) & (memoSlots - 1);
   let k = load<u64>(memoKeys + (<usize>pos << 3));
   while (k != 0 && k != key) {
     pos = (pos + 1) & (memoSlots - 1);
     k = load<u64>(memoKeys + (<usize>pos << 3));
   }
-  if (k == 0) return -1;
+  return pos;
+}
+
+/** The pool offset of the entry for `key`, -2 when it was only seen, or -1. */
+function memoFind(key: u64): i32 {
+  if (memoKeys == 0) return -1;
+  const pos = memoSlot(key);
+  if (load<u64>(memoKeys + (<usize>pos << 3)) == 0) return -1;
   const off = load<u32>(memoOffs + (<usize>pos << 2));
   return off == MEMO_SEEN ? -2 : <i32>off;
 }
@@ -202,19 +208,9 @@ function memoVisit(key: u64, end: u32, c: u32, nf: u32): i32 {
   return -1;
 }
 
-// @ts-ignore: decorator
-@inline function memoHash(key: u64): u32 {
-  return <u32>(((key ^ (key >>> 29)) * 0x9e3779b97f4a7c15) >>> 40);
-}
-
-/** Put `key` → `off` into the table: over its own slot, or into a free one (there is one). */
+/** Put `key` → `off` into the table: over its own slot, or into a free one. */
 function memoInsert(key: u64, off: u32): void {
-  let pos = memoHash(key) & (memoSlots - 1);
-  let k = load<u64>(memoKeys + (<usize>pos << 3));
-  while (k != 0 && k != key) {
-    pos = (pos + 1) & (memoSlots - 1);
-    k = load<u64>(memoKeys + (<usize>pos << 3));
-  }
+  const pos = memoSlot(key);
   store<u64>(memoKeys + (<usize>pos << 3), key);
   store<u32>(memoOffs + (<usize>pos << 2), off);
 }

@@ -761,7 +761,7 @@ export function pdaCommit(r: usize, id: i32, kind: u32): i32 {
   pdaHistPush(r, !moved && count < COUNT_MAX);
   store<u32>(r, <u32>t);
   store<u32>(r, moved ? 0 : min(count + 1, COUNT_MAX), R_COUNT);
-  return i32(cfYielding(<u32>t));
+  return i32(q1 >= 0 && (flagsOf(<u32>q1) & F_YIELD) != 0);
 }
 
 /** m_rollback in pushdown mode (`0 < n ≤` the history length). */

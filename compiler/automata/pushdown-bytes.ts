@@ -43,7 +43,7 @@
  */
 import { SpecError, SpecLimitError } from "../diagnostics.js";
 import { ByteFlag, type ByteDfa, type SpecIR, type StateDfa, type ToolIR } from "../ir.js";
-import type { GrammarPda } from "../grammar/pda.js";
+import { trimPda, type GrammarPda } from "../grammar/pda.js";
 import {
   DEFAULT_MAX_BYTE_STATES, Phase, byteSemantics, scan, type ByteAutomatonOptions, type Entry, type MarkerScanner, type Tuple,
 } from "./bytes.js";
@@ -169,7 +169,7 @@ function build(ir: SpecIR, dfa: StateDfa, opts: PushdownByteOptions, bounded: Re
           "give its grammar a nesting bound, (:grammar ... :max-depth N), or use markers where no marker is the start of another");
         }
       }
-      paths = dedupe(paths.flatMap((p) => stepPath(p, b)));
+      paths = dedupe(paths.flatMap((p) => stepPath(p, b))).paths;
     }
     return paths;
   };
@@ -201,14 +201,13 @@ function build(ir: SpecIR, dfa: StateDfa, opts: PushdownByteOptions, bounded: Re
   const ids = new Map<string, number>();
   const intern = (paths: Path[]): number => {
     if (paths.length === 0) return -1;
-    paths = dedupe(paths);
-    const key = paths.map(keyOf).join("|");
-    let id = ids.get(key);
+    const set = dedupe(paths);
+    let id = ids.get(set.key);
     if (id === undefined) {
       id = states.length;
       if (id >= maxStates) throw stackLimit(ir, stacks, id + 1, maxStates);
-      ids.set(key, id);
-      states.push(paths);
+      ids.set(set.key, id);
+      states.push(set.paths);
     }
     return id;
   };
@@ -258,44 +257,14 @@ function build(ir: SpecIR, dfa: StateDfa, opts: PushdownByteOptions, bounded: Re
 
   // ---- Trim: productive (can finish its machine) and reachable through productive edges ----
   const n = states.length;
-  const prod = new Uint8Array(n);
-  const rev: number[][] = Array.from({ length: n }, () => []);
-  const watch: number[][] = Array.from({ length: n }, () => []);
-  const owner: number[] = [];
-  const waiting: number[] = [];
-  for (let s = 0; s < n; s++) {
-    for (let k = 0; k < nClasses; k++) { const t = trans[s * nClasses + k]!; if (t >= 0) rev[t]!.push(s); }
-    if (envNext[s]! >= 0) rev[envNext[s]!]!.push(s);
-    for (const [st, rt] of calls[s]!) {
-      const e = owner.length;
-      owner.push(s);
-      waiting.push(st === rt ? 1 : 2);
-      watch[st]!.push(e);
-      if (rt !== st) watch[rt]!.push(e);
-    }
-  }
-  const work: number[] = [];
-  const mark = (s: number) => { if (!prod[s]) { prod[s] = 1; work.push(s); } };
-  for (let s = 0; s < n; s++) if (accepting[s]) mark(s);
-  while (work.length) {
-    const t = work.pop()!;
-    for (const s of rev[t]!) mark(s);
-    for (const e of watch[t]!) if (--waiting[e]! === 0) mark(owner[e]!);
-  }
+  const { prod, live } = trimPda(n, 0, (s) => accepting[s]!, (s, f) => {
+    for (let k = 0; k < nClasses; k++) { const t = trans[s * nClasses + k]!; if (t >= 0) f(t); }
+    if (envNext[s]! >= 0) f(envNext[s]!);
+  }, (s) => calls[s]!);
   if (!prod[0]) {
     throw new SpecError("E0402", "empty language: no text conforms to this spec (check the content constraints against the markers)", ir.behavior.span);
   }
-  const live = new Uint8Array(n);
-  const queue = [0];
-  live[0] = 1;
-  const visit = (t: number) => { if (t >= 0 && prod[t] && !live[t]) { live[t] = 1; queue.push(t); } };
   const liveCalls = (s: number) => calls[s]!.filter(([st, rt]) => prod[st] && prod[rt]);
-  while (queue.length) {
-    const s = queue.pop()!;
-    for (let k = 0; k < nClasses; k++) visit(trans[s * nClasses + k]!);
-    visit(envNext[s]!);
-    for (const [st, rt] of liveCalls(s)) { visit(st); visit(rt); }
-  }
   // Guesses must not multiply with depth: where one machine state (content state and residual)
   // goes on into a call under two goals, the pairs of every level below would double.
   const goals = new Map<string, string>();
@@ -342,7 +311,8 @@ function build(ir: SpecIR, dfa: StateDfa, opts: PushdownByteOptions, bounded: Re
     const t = a < nClasses ? trans[o * nClasses + a]! : a === nClasses ? envNext[o]! : symCalls[o]!.get(a - base) ?? -1;
     return t < 0 ? -1 : liveId[t]!;
   };
-  const outKey = (s: number) => { const o = order[s]!; return `${flags[o]}|${specOf[o]}|${nextMarkers(dfa, qOf[o]!).join(",")}`; };
+  const markersOf = Array.from({ length: dfa.nStates }, (_, q) => nextMarkers(dfa, q));
+  const outKey = (s: number) => { const o = order[s]!; return `${flags[o]}|${specOf[o]}|${markersOf[qOf[o]!]!.join(",")}`; };
   const { blockOf, nBlocks } = opts.minimize === false
     ? { blockOf: Int32Array.from(order, (_, i) => i), nBlocks: order.length }
     : minimize({ nStates: order.length, nSyms: base + 2 * callSym.size, initial: 0, next: nextOf, key: outKey });
@@ -359,7 +329,7 @@ function build(ir: SpecIR, dfa: StateDfa, opts: PushdownByteOptions, bounded: Re
     out.flags[b] = flags[o]!;
     out.specState[b] = specOf[o]!;
     if (envNext[o]! >= 0) out.envNext[b] = blockOf[liveId[envNext[o]!]!]!;
-    out.nextMarkers[b] = nextMarkers(dfa, qOf[o]!);
+    out.nextMarkers[b] = markersOf[qOf[o]!]!;
     const cs = new Map<string, readonly [number, number]>();
     for (const [st, rt] of liveCalls(o)) { const e = [blockOf[liveId[st]!]!, blockOf[liveId[rt]!]!] as const; cs.set(`${e[0]},${e[1]}`, e); }
     out.calls![b] = [...cs.values()].sort((x, y) => x[0] - y[0] || x[1] - y[1]);
@@ -373,10 +343,12 @@ function nextMarkers(dfa: StateDfa, q: number): number[] {
   return nm;
 }
 
-function dedupe(paths: Path[]): Path[] {
+/** The distinct paths in key order, and the subset state's key. */
+function dedupe(paths: Path[]): { paths: Path[]; key: string } {
   const m = new Map<string, Path>();
   for (const p of paths) m.set(keyOf(p), p);
-  return [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map((e) => e[1]);
+  const keys = [...m.keys()].sort();
+  return { paths: keys.map((k) => m.get(k)!), key: keys.join("|") };
 }
 
 /**

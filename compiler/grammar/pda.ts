@@ -259,44 +259,10 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   }
   const n = kernels.length;
 
-  // Productive: can finish its machine (end, or a byte / a completed call into a productive state).
-  // A worklist over reversed edges (linear): a byte edge s→t makes s productive once t is; a call
-  // edge of s waits for both its start and its return state (`waiting` counts what is missing).
-  const prod = new Uint8Array(n);
-  const byteRev: number[][] = Array.from({ length: n }, () => []);
-  const callWatch: number[][] = Array.from({ length: n }, () => []);
-  const callOwner: number[] = [];
-  const waiting: number[] = [];
-  for (let s = 0; s < n; s++) {
-    for (let c = 0; c < nClasses; c++) { const t = trans[s * nClasses + c]!; if (t >= 0) byteRev[t]!.push(s); }
-    for (const [, st, rt] of rawCalls[s]!) {
-      if (st < 0 || rt < 0) continue;
-      const e = callOwner.length;
-      callOwner.push(s);
-      waiting.push(st === rt ? 1 : 2);
-      callWatch[st]!.push(e);
-      if (rt !== st) callWatch[rt]!.push(e);
-    }
-  }
-  const work: number[] = [];
-  const mark = (s: number) => { if (!prod[s]) { prod[s] = 1; work.push(s); } };
-  for (let s = 0; s < n; s++) if (accepting[s] === 1) mark(s);
-  while (work.length) {
-    const t = work.pop()!;
-    for (const s of byteRev[t]!) mark(s);
-    for (const e of callWatch[t]!) if (--waiting[e]! === 0) mark(callOwner[e]!);
-  }
+  const callPairs = rawCalls.map((es) => es.filter(([, st, rt]) => st >= 0 && rt >= 0).map(([, st, rt]) => [st, rt] as const));
+  const { prod, live: reach } = trimPda(n, initial, (s) => accepting[s] === 1,
+    (s, f) => { for (let c = 0; c < nClasses; c++) { const t = trans[s * nClasses + c]!; if (t >= 0) f(t); } }, (s) => callPairs[s]!);
   if (!prod[initial]) return emptyLanguage(cfg);
-  // Reachable through productive edges only.
-  const reach = new Uint8Array(n);
-  const queue = [initial];
-  reach[initial] = 1;
-  const visit = (t: number) => { if (t >= 0 && prod[t] && !reach[t]) { reach[t] = 1; queue.push(t); } };
-  while (queue.length) {
-    const s = queue.pop()!;
-    for (let c = 0; c < nClasses; c++) visit(trans[s * nClasses + c]!);
-    for (const [, st, rt] of rawCalls[s]!) if (prod[st] && prod[rt]) { visit(st); visit(rt); }
-  }
   const liveId = new Int32Array(n).fill(-1);
   let nLive = 0;
   for (let s = 0; s < n; s++) if (reach[s]) liveId[s] = nLive++;
@@ -347,6 +313,51 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   }
   const dfa = mergeClasses({ nStates: nBlocks, nClasses, classMap, initial: blockOf[liveId[initial]!]!, trans: mTrans, accepting: mAcc });
   return { pda: { ...dfa, calls: mCalls }, rawStates: n, calledRules: calledRules.map((r) => cfg.rules[r]!.name) };
+}
+
+/**
+ * Trimming a pushdown automaton: `prod`, the states that can finish their machine (end, or a byte
+ * or env edge into a productive state, or a call whose start and return are both productive), and
+ * `live`, those reachable from `initial` through productive edges (none when `initial` is not
+ * productive). A worklist over reversed edges, linear: a call edge waits for both of its states.
+ * `next(s, f)` calls f on each byte (and env) successor of s.
+ */
+export function trimPda(n: number, initial: number, accepting: (s: number) => boolean,
+  next: (s: number, f: (t: number) => void) => void, calls: (s: number) => readonly (readonly [number, number])[]): { prod: Uint8Array; live: Uint8Array } {
+  const prod = new Uint8Array(n);
+  const rev: number[][] = Array.from({ length: n }, () => []);
+  const watch: number[][] = Array.from({ length: n }, () => []);
+  const owner: number[] = [];
+  const waiting: number[] = [];
+  for (let s = 0; s < n; s++) {
+    next(s, (t) => rev[t]!.push(s));
+    for (const [st, rt] of calls(s)) {
+      const e = owner.length;
+      owner.push(s);
+      waiting.push(st === rt ? 1 : 2);
+      watch[st]!.push(e);
+      if (rt !== st) watch[rt]!.push(e);
+    }
+  }
+  const work: number[] = [];
+  const mark = (s: number) => { if (!prod[s]) { prod[s] = 1; work.push(s); } };
+  for (let s = 0; s < n; s++) if (accepting(s)) mark(s);
+  while (work.length) {
+    const t = work.pop()!;
+    for (const s of rev[t]!) mark(s);
+    for (const e of watch[t]!) if (--waiting[e]! === 0) mark(owner[e]!);
+  }
+  const live = new Uint8Array(n);
+  if (!prod[initial]) return { prod, live };
+  const queue = [initial];
+  live[initial] = 1;
+  const visit = (t: number) => { if (t >= 0 && prod[t] && !live[t]) { live[t] = 1; queue.push(t); } };
+  while (queue.length) {
+    const s = queue.pop()!;
+    next(s, visit);
+    for (const [st, rt] of calls(s)) if (prod[st] && prod[rt]) { visit(st); visit(rt); }
+  }
+  return { prod, live };
 }
 
 function emptyLanguage(cfg: Cfg): never {
