@@ -3,7 +3,8 @@
  * `Spec` loads and validates a module (and attaches a token vocabulary), `Matcher` follows one LLM
  * output through the spec's byte-level DFA, token by token or text by text.
  *
- * The .wasm imports nothing, so it is instantiated with `{}`. Its tables are validated once, with
+ * The .wasm imports nothing; it is instantiated through one compiled runtime that every spec shares
+ * (instantiate.ts), with the spec's tables written into a fresh memory. Its tables are validated once, with
  * `parseTables`, when the spec is loaded; a vocabulary is turned into a DFS-ordered token trie here
  * and copied into the module, which validates it again. After that every call is a thin wrapper
  * over an export: `fillMask` is one export call plus one 16 KB `Int32Array.set` from a cached view
@@ -27,6 +28,7 @@ import { sortTextTokens } from "./token-order.js";
 import { bindTokenMarkers, TokenMarkerError } from "./token-markers.js";
 import { decodeBytes, encodeText, tokenMarkers, type TokenMarker } from "../compiler/tokens.js";
 import { sealProblem } from "../compiler/seal.js";
+import { instantiateSpec } from "./instantiate.js";
 
 export const SUPPORTED_ABI_VERSION = 2;
 
@@ -425,7 +427,7 @@ export class Spec {
     let instance: WebAssembly.Instance;
     let module: WebAssembly.Module;
     try {
-      ({ instance, module } = await WebAssembly.instantiate(bytes, {}));
+      ({ instance, module } = await instantiateSpec(bytes));
     } catch (e) {
       throw badWasm(`${what} is not a specc .wasm: ${(e as Error).message}`);
     }

@@ -11,77 +11,17 @@
 import { runtimeWasmBytes } from "./host.js";
 import { seal, unseal } from "./seal.js";
 import { TABLE_BASE } from "./tables.js";
+import {
+  concat, encodeModule, parseSections as parseModule, readU32Leb, SEC_CUSTOM, SEC_DATA, SEC_DATACOUNT, SECTION_ORDER, u32Leb, type Section,
+} from "./wasm-binary.js";
 
-const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
-const WASM_VERSION = [0x01, 0x00, 0x00, 0x00];
-const SEC_CUSTOM = 0;
-const SEC_DATA = 11;
-const SEC_DATACOUNT = 12;
-/** Canonical order of the non-custom sections (tag = 13 sits between memory and global). */
-const SECTION_ORDER = [1, 2, 3, 4, 5, 13, 6, 7, 8, 9, 12, 10, 11];
-
-interface Section {
-  id: number;
-  /** The section's payload (without id and size). */
-  body: Uint8Array;
-}
-
-function readU32Leb(bytes: Uint8Array, pos: number, what: string): { value: number; next: number } {
-  let value = 0;
-  let shift = 0;
-  for (let i = 0; i < 5; i++) {
-    if (pos >= bytes.length) throw new Error(`emitWasm: truncated LEB128 (${what})`);
-    const b = bytes[pos++]!;
-    value += (b & 0x7f) * 2 ** shift;
-    if (!(b & 0x80)) {
-      if (value > 0xffffffff) throw new Error(`emitWasm: LEB128 out of u32 range (${what})`);
-      return { value, next: pos };
-    }
-    shift += 7;
-  }
-  throw new Error(`emitWasm: LEB128 longer than 5 bytes (${what})`);
-}
-
-function u32Leb(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n = Math.floor(n / 128);
-    if (n !== 0) b |= 0x80;
-    out.push(b);
-  } while (n !== 0);
-  return out;
-}
-
-function concat(parts: (Uint8Array | number[])[]): Uint8Array {
-  const total = parts.reduce((n, p) => n + p.length, 0);
-  const out = new Uint8Array(total);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
-
+/** The sections of `wasm`; a malformed module is an error that names emitWasm. */
 function parseSections(wasm: Uint8Array): Section[] {
-  if (wasm.length < 8 || WASM_MAGIC.some((b, i) => wasm[i] !== b)) {
-    throw new Error("emitWasm: the runtime is not a WebAssembly binary (bad magic)");
+  try {
+    return parseModule(wasm);
+  } catch (e) {
+    throw new Error(`emitWasm: ${(e as Error).message}`);
   }
-  if (WASM_VERSION.some((b, i) => wasm[4 + i] !== b)) {
-    throw new Error("emitWasm: unsupported WebAssembly binary version (expected 1)");
-  }
-  const sections: Section[] = [];
-  let pos = 8;
-  while (pos < wasm.length) {
-    const id = wasm[pos++]!;
-    const size = readU32Leb(wasm, pos, `size of section ${id}`);
-    pos = size.next;
-    if (pos + size.value > wasm.length) throw new Error(`emitWasm: section ${id} runs past the end of the module`);
-    sections.push({ id, body: wasm.subarray(pos, pos + size.value) });
-    pos += size.value;
-  }
-  return sections;
 }
 
 /** An active data segment for memory 0 at `i32.const offset`. */
@@ -127,11 +67,7 @@ export function emitWasm(runtime: Uint8Array, tables: Uint8Array): Uint8Array {
     });
     out.splice(at, 0, { id: SEC_DATA, body: concat([u32Leb(1), segment]) });
   }
-  return seal(concat([
-    WASM_MAGIC,
-    WASM_VERSION,
-    ...out.flatMap((s) => [[s.id, ...u32Leb(s.body.length)], s.body]),
-  ]));
+  return seal(encodeModule(out));
 }
 
 /**

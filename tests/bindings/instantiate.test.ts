@@ -1,0 +1,87 @@
+/**
+ * The shared runtime (bindings/instantiate.ts): every spec specc writes is instantiated through one
+ * compiled runtime, with its tables written into a fresh memory. It must behave exactly like the
+ * whole .wasm instantiated on its own (same tables in memory, same start-up, same masks), fall back
+ * for modules of another shape, and keep specs apart (each has its own memory).
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { compileSource, compileToWasm } from "../../compiler/compile.js";
+import { appendCustomSection } from "../../compiler/emit-wasm.js";
+import { TABLE_BASE } from "../../compiler/tables.js";
+import { instantiateSpec } from "../../bindings/instantiate.js";
+import { Spec } from "../../bindings/spec.js";
+import { Vocabulary } from "../../bindings/vocab.js";
+import { loadPackageTokenizer, tokenizerJsonPath } from "../helpers/tokenizers.js";
+
+const examples = join(import.meta.dirname, "../../examples");
+const ex = (f: string): string => readFileSync(join(examples, f), "utf8");
+const react = compileToWasm(compileSource(ex("react.agent"), join(examples, "react.agent")));
+const json = compileToWasm(compileSource(ex("tool-json.agent"), join(examples, "tool-json.agent")));
+
+type Exports = Record<string, (...a: number[]) => number> & { memory: WebAssembly.Memory };
+
+describe("shared runtime", () => {
+  it("two specs share one compiled runtime, each with its own memory holding its own tables", async () => {
+    const a = await instantiateSpec(react);
+    const b = await instantiateSpec(json);
+    expect(a.shared).toBe(true);
+    expect(b.shared).toBe(true);
+    expect(a.module).toBe(b.module);
+    const ma = (a.instance.exports as Exports).memory, mb = (b.instance.exports as Exports).memory;
+    expect(ma).not.toBe(mb);
+    // The tables sit at TABLE_BASE exactly as the .wasm's own data segment would have put them.
+    for (const [inst, wasm] of [[a, react], [b, json]] as const) {
+      const whole = await WebAssembly.instantiate(wasm, {});
+      const len = new DataView((whole.instance.exports as Exports).memory.buffer).getUint32(TABLE_BASE + 8, true);
+      const mine = new Uint8Array((inst.instance.exports as Exports).memory.buffer, TABLE_BASE, len);
+      expect(mine).toEqual(new Uint8Array((whole.instance.exports as Exports).memory.buffer, TABLE_BASE, len));
+      // The start function read them: both report the same states, and step alike.
+      const e1 = inst.instance.exports as Exports, e2 = whole.instance.exports as Exports;
+      expect(e1.tables_ok!()).toBe(1);
+      expect(e1.state_count!()).toBe(e2.state_count!());
+      expect(e1.pda_mode!()).toBe(e2.pda_mode!());
+      let s1 = e1.initial_state!(), s2 = e2.initial_state!();
+      for (const byte of new TextEncoder().encode("Thought: ok\nAction: ")) {
+        s1 = e1.step!(s1, byte);
+        s2 = e2.step!(s2, byte);
+        expect(s1).toBe(s2);
+      }
+    }
+  });
+
+  it("masks through the shared runtime equal those of the whole module, for a DFA and a pushdown spec", async () => {
+    const vocab = await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama3_1"));
+    const tok = await loadPackageTokenizer("llama3_1");
+    for (const wasm of [react, json]) {
+      const shared = await Spec.load(wasm, { vocab });
+      // The same module with a custom section appended cannot be split: it is instantiated whole.
+      const whole = await Spec.load(appendCustomSection(wasm, "test.note", Uint8Array.of(1)), { vocab });
+      expect((await instantiateSpec(appendCustomSection(wasm, "test.note", Uint8Array.of(1)))).shared).toBe(false);
+      const m1 = shared.matcher(), m2 = whole.matcher();
+      const text = 'Thought: look it up\nAction: web_search\nAction Input: {"q": [1, [2, {"a": null}]]}\n';
+      const ids = tok.encode(text);
+      let steps = 0;
+      for (const id of ids) {
+        const a = new Int32Array(shared.maskWords), b = new Int32Array(whole.maskWords);
+        m1.fillMask(a);
+        m2.fillMask(b);
+        expect(a).toEqual(b);
+        const r1 = m1.commit(id), r2 = m2.commit(id);
+        expect(r1).toBe(r2);
+        if (r1 === "rejected") break;
+        steps++;
+      }
+      expect(steps).toBeGreaterThan(10);
+    }
+  });
+
+  it("a module that is not a spec's shape is instantiated as it is, and fails as it would", async () => {
+    // A bare module with no memory and no data: nothing to split.
+    const bare = Uint8Array.of(0, 0x61, 0x73, 0x6d, 1, 0, 0, 0);
+    const r = await instantiateSpec(bare);
+    expect(r.shared).toBe(false);
+    await expect(instantiateSpec(Uint8Array.of(0, 0x61, 0x73, 0x6d, 1, 0, 0, 0, 99))).rejects.toThrow(WebAssembly.CompileError);
+  });
+});
