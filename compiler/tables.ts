@@ -147,25 +147,55 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
   const rowBytes: Uint8Array[] = [];
   const rowOf = new Int32Array(nStates);
   {
-    const seen = new Map<string, number>();
+    // Rows are compared by a hash of (default, exceptions), then element by element.
+    const seen = new Map<number, number[]>();
+    const count = new Int32Array(nStates + 1); // per target (NONE16 counted at nStates)
+    const row = new Int32Array(nClasses);
+    const excC: number[] = [], excT: number[] = [];
     for (let s = 0; s < nStates; s++) {
-      const row = Array.from(dfa.trans.subarray(s * nClasses, (s + 1) * nClasses), (t) => (t < 0 ? NONE16 : t));
-      const count = new Map<number, number>();
-      for (const t of row) count.set(t, (count.get(t) ?? 0) + 1);
+      for (let c = 0; c < nClasses; c++) {
+        const t = dfa.trans[s * nClasses + c]!;
+        row[c] = t < 0 ? NONE16 : t;
+        count[t < 0 ? nStates : t]!++;
+      }
+      // The most frequent target is the default (ties: the smaller target, NONE16 largest).
       let def = NONE16, best = -1;
-      for (const [t, n] of count) if (n > best || (n === best && t < def)) { def = t; best = n; }
-      const exc: [number, number][] = [];
-      row.forEach((t, c) => { if (t !== def) exc.push([c, t]); });
-      const key = `${def}:${exc.join(";")}`;
-      let idx = seen.get(key);
-      if (idx === undefined) {
+      for (let c = 0; c < nClasses; c++) {
+        const t = row[c]!;
+        const k = t === NONE16 ? nStates : t;
+        const n = count[k]!;
+        if (n > best || (n === best && t < def)) { def = t; best = n; }
+      }
+      for (let c = 0; c < nClasses; c++) { const t = row[c]!; count[t === NONE16 ? nStates : t] = 0; }
+      excC.length = 0;
+      excT.length = 0;
+      let h = def | 0;
+      for (let c = 0; c < nClasses; c++) {
+        const t = row[c]!;
+        if (t !== def) { excC.push(c); excT.push(t); h = Math.imul(h ^ c, 0x9e3779b1) ^ t; }
+      }
+      h = Math.imul(h ^ excC.length, 0x85ebca6b);
+      const bucket = seen.get(h);
+      let idx = -1;
+      if (bucket) {
+        for (const i of bucket) {
+          const b = rowBytes[i]!;
+          const dv = new DataView(b.buffer);
+          if (dv.getUint16(0, true) !== def || dv.getUint16(2, true) !== excC.length) continue;
+          let same = true;
+          for (let j = 0; j < excC.length && same; j++) same = dv.getUint16(4 + 4 * j, true) === excC[j] && dv.getUint16(6 + 4 * j, true) === excT[j];
+          if (same) { idx = i; break; }
+        }
+      }
+      if (idx < 0) {
         idx = rowBytes.length;
-        seen.set(key, idx);
-        const b = new Uint8Array(4 + 4 * exc.length);
+        if (bucket) bucket.push(idx);
+        else seen.set(h, [idx]);
+        const b = new Uint8Array(4 + 4 * excC.length);
         const dv = new DataView(b.buffer);
         dv.setUint16(0, def, true);
-        dv.setUint16(2, exc.length, true);
-        exc.forEach(([c, t], j) => { dv.setUint16(4 + 4 * j, c, true); dv.setUint16(6 + 4 * j, t, true); });
+        dv.setUint16(2, excC.length, true);
+        for (let j = 0; j < excC.length; j++) { dv.setUint16(4 + 4 * j, excC[j]!, true); dv.setUint16(6 + 4 * j, excT[j]!, true); }
         rowBytes.push(b);
       }
       rowOf[s] = idx;
