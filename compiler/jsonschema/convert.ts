@@ -82,6 +82,8 @@ const FINITE_BUDGET = 2_000_000;
 const MAX_FINITE_VALUES = 1000;
 /** Optional properties that dependentRequired may relate (each doubles an object's member rules). */
 const MAX_DEPENDENCY_NAMES = 10;
+/** Most allOf schemas expanded inside one another (a guard against merges that recurse without end). */
+const MAX_ALLOF_NESTING = 64;
 
 /** Keywords that carry no validation (ignored), and unknown keywords (ignored, as JSON Schema does). */
 const ANNOTATIONS = new Set(["title", "description", "default", "examples", "$schema", "$id", "id", "$comment", "deprecated",
@@ -134,6 +136,12 @@ class Converter {
   /** Rules the pushdown automaton enters by a call (JsonSchemaGrammar `called`). */
   readonly called = new Set<string>(["ws", "value"]);
   private readonly refRules = new Map<string, string>();
+  /**
+   * allOf schemas being expanded (by identity), with the rule name given to one met again inside its
+   * own expansion: a recursive allOf (`x: allOf [$ref to a schema holding x, …]`) becomes a
+   * recursive rule, as a recursive $ref does, instead of being merged in forever.
+   */
+  private readonly allOfActive = new Map<object, { name?: string }>();
   private n = 0;
   readonly warnings: SpecError[] = [];
 
@@ -195,7 +203,7 @@ class Converter {
     if (finite !== undefined) return finite;
     if (typeof s["$ref"] === "string") return this.ref(s, ptr);
     for (const k of ["$dynamicRef", "$recursiveRef"]) if (k in s) this.relax(k, ptr, "dynamic references are not supported");
-    if (Array.isArray(s["allOf"])) return this.expr(this.mergeAll(s, ptr), ptr);
+    if (Array.isArray(s["allOf"])) return this.allOf(s, ptr);
     for (const k of ["anyOf", "oneOf"] as const) {
       if (k in s) {
         const branches = s[k];
@@ -356,6 +364,24 @@ class Converter {
     let acc: Schema = cur;
     for (let i = chain.length - 1; i >= 0; i--) acc = this.merge(chain[i]!.siblings, acc, chain[i]!.ptr, curPtr);
     return acc;
+  }
+
+  private allOf(s: Record<string, unknown>, ptr: string): string {
+    const active = this.allOfActive.get(s);
+    if (active) return (active.name ??= this.fresh());
+    if (this.allOfActive.size >= MAX_ALLOF_NESTING) {
+      throw this.error("E0905", `allOf merges nest more than ${MAX_ALLOF_NESTING} deep (a recursive allOf whose merge never comes back to the same schema)`, `${ptr}/allOf`);
+    }
+    const entry: { name?: string } = {};
+    this.allOfActive.set(s, entry);
+    try {
+      const body = this.expr(this.mergeAll(s, ptr), ptr);
+      if (entry.name === undefined) return body;
+      this.rules.set(entry.name, body);
+      return entry.name;
+    } finally {
+      this.allOfActive.delete(s);
+    }
   }
 
   private mergeAll(s: Record<string, unknown>, ptr: string): Schema {

@@ -184,6 +184,9 @@ describe("instance verdicts agree with ajv", () => {
     { schema: { anyOf: [{ $ref: "#/$defs/x", maxLength: 2 }, { type: "integer" }], $defs: { x: { type: "string" } } }, texts: ['"ab"', '"abc"', "5", "true"] },
     { schema: { $ref: "#/$defs/a", $defs: { a: { $ref: "#/$defs/b", minimum: 2 }, b: { type: "integer", maximum: 5 } } }, texts: ["1", "2", "5", "6"] },
     { schema: { type: "object", properties: { v: { type: "integer" }, next: { $ref: "#", required: ["v"] } } }, texts: ["{}", '{"v":1}', '{"next":{"v":2}}', '{"next":{}}', '{"next":{"v":1,"next":{"v":2,"next":{}}}}', '{"next":{"v":1,"next":{"v":2,"next":{"v":3}}}}'] },
+    // A recursive allOf (a property whose allOf names the schema holding it, MaskBench
+    // Github_easy---o17683's shape): a recursive rule, as a recursive $ref is; it overflowed the stack.
+    { schema: { $defs: { Leaf: { type: "object" }, Foo: { type: "object", properties: { kids: { allOf: [{ $ref: "#/$defs/Foo" }, { $ref: "#/$defs/Leaf" }] }, n: { type: "integer" } } } }, $ref: "#/$defs/Foo" }, texts: ["{}", '{"kids":{}}', '{"kids":{"kids":{"n":1}}}', '{"kids":{"kids":{"n":"1"}}}', '{"kids":[]}', '{"kids":{},"n":2}'] },
     // Finitely many values (enum/const, in allOf, or every anyOf/oneOf branch): each checked
     // against the whole schema (compiler/jsonschema/evaluate.ts), so any keyword beside them is exact.
     { schema: { allOf: [{ enum: [1, 2, 3, "x"] }, { not: { const: 2 } }, { not: { type: "string" } }] }, texts: ["1", "2", "3", '"x"', "4"] },
@@ -397,6 +400,11 @@ describe("diagnostics", () => {
     expect(code('{"type": "string", "pattern": "^a{5}$", "maxLength": 3}')).toBe("E0904");
     expect(code('{"type": "object", "required": ["a"], "additionalProperties": false}')).toBe("E0904");
     expect(code('{"allOf": [{"enum": [1, 2]}, {"not": {"enum": [1, 2]}}]}')).toBe("E0904");
+    // A recursive allOf that requires itself (MaskBench Github_easy---o17683): no finite value
+    // satisfies it. It overflowed the stack; now the grammar's productivity check refuses it.
+    const endless = '{"definitions": {"C": {"type": "object"}, "Foo": {"type": "object", "required": ["kids"], "properties": {"kids": {"allOf": [{"$ref": "#/definitions/Foo"}, {"$ref": "#/definitions/C"}]}}}}, "required": ["Foo"], "properties": {"Foo": {"$ref": "#/definitions/Foo"}}}';
+    expect(() => compileJsonSchema(endless, "x.schema.json")).toThrow(SpecError);
+    expect(() => compileJsonSchema(endless, "x.schema.json")).toThrow(/never terminates/);
   });
 
   it("dependencies that are constraining schemas are refused; name lists past the limit too", () => {
