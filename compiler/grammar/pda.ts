@@ -181,7 +181,9 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const initial = stateOf(net.entries[cfg.start]!);
   if (initial < 0) return emptyLanguage(cfg);
   const startOf = new Map<number, number>();
-  const trans: number[] = [];
+  // Transition rows, nClasses per state, in a typed array grown by doubling (a JS array pushed
+  // one entry at a time was a third of this function's time).
+  let trans = new Int32Array(Math.max(64, nClasses) * 16).fill(-1);
   const rawCalls: [number, number, number][][] = []; // [rule, start, ret]
   // Per position, the id of the list of byte classes it reads; positions reading the same bytes
   // share one list.
@@ -202,14 +204,19 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   // with the same bits have the same successor, computed once. A position that reads most bytes
   // (a string's characters) would otherwise build the same seed set once per class.
   let bits = new Int32Array(nClasses);
-  const used: number[] = [];
+  const usedBuf = new Int32Array(nClasses); // classes some kernel item reads, `nUsed` of them
+  let nUsed = 0;
   const succOf = (it: number): number => { const pos = it % P; return it - pos + net.next[pos]!; };
   for (let s = 0; s < kernels.length; s++) {
     const kernel = kernels[s]!;
     const W = (kernel.length + 31) >>> 5;
     if (bits.length < nClasses * W) bits = new Int32Array(nClasses * W);
-    const row = trans.length;
-    for (let c = 0; c < nClasses; c++) trans.push(-1);
+    const row = s * nClasses;
+    if (row + nClasses > trans.length) {
+      const grown = new Int32Array(Math.max(2 * trans.length, row + nClasses)).fill(-1);
+      grown.set(trans);
+      trans = grown;
+    }
     // The kernel's items as bitsets per class list (a kernel holds few distinct lists), then
     // each list's bits OR-ed into the classes it reads.
     const lists: number[] = [];
@@ -224,10 +231,11 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       for (const c of classLists[lists[j]!]!) {
         let fresh = true;
         for (let w = 0; w < W; w++) { if (bits[c * W + w] !== 0) fresh = false; bits[c * W + w]! |= listBits[j * W + w]!; }
-        if (fresh) used.push(c);
+        if (fresh) usedBuf[nUsed++] = c;
       }
     }
-    if (used.length > 1) used.sort((a, b) => a - b); // states are numbered in class order, as before
+    const used = usedBuf.subarray(0, nUsed);
+    if (nUsed > 1) used.sort(); // states are numbered in class order, as before
     const groups: number[] = []; // per distinct successor: its first class, then its state
     for (const c of used) {
       let g = 0;
@@ -247,7 +255,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       trans[row + c] = groups[g + 1]!;
     }
     for (const c of used) bits.fill(0, c * W, c * W + W);
-    used.length = 0;
+    nUsed = 0;
     const edges: [number, number, number][] = [];
     for (const [rule, rets] of callSeeds[s]!) {
       let start = startOf.get(rule);
