@@ -67,6 +67,8 @@ export interface SpecExports {
   vocab_alloc(size: number, nodes: number, trieTokens: number, bytes: number): number;
   vocab_region(k: number): number;
   vocab_ready(): number;
+  /** `vocab_ready` for a trie a runtime has checked before (docs/abi.md); absent in older runtimes. */
+  vocab_adopt?(): number;
   vocab_size(): number;
   vocab_max_depth(): number;
   mask_words(): number;
@@ -316,11 +318,42 @@ const VOCAB_ERRORS: Record<number, string> = {
  * Copies a vocabulary into the module (docs/abi.md, "Vocabulary"): the sorted token ids, from which
  * the runtime builds the trie, or, for a runtime that predates that (it refuses 0 nodes), the trie.
  */
+/**
+ * Per vocabulary and vocabSize: how many specs have attached it, and from the second on, the trie
+ * built here and whether a runtime's `vocab_ready` has checked it. A checked trie is written as it
+ * is into later specs and adopted unchecked (`vocab_adopt`), which saves most of an attach (the
+ * check, like the runtime's own build, reads every token's bytes in trie order).
+ */
+const tries = new WeakMap<VocabularySource, Map<number, { uses: number; trie?: TokenTrie; checked: boolean }>>();
+
+function trieCache(vocab: VocabularySource, vocabSize: number): { uses: number; trie?: TokenTrie; checked: boolean } {
+  let byVocab = tries.get(vocab);
+  if (!byVocab) tries.set(vocab, (byVocab = new Map()));
+  let c = byVocab.get(vocabSize);
+  if (!c) byVocab.set(vocabSize, (c = { uses: 0, checked: false }));
+  return c;
+}
+
+/**
+ * Copies a vocabulary into the module (docs/abi.md, "Vocabulary"). The first time, the sorted token
+ * ids, from which the runtime builds the trie (or, for a runtime that predates that, the trie);
+ * from the second spec with the same vocabulary on, the trie built here once, which the runtime
+ * checks once and then adopts.
+ */
 function attachVocabulary(ex: SpecExports, vocab: VocabularySource, vocabSize: number): void {
-  const layout = tokenLayout(vocab, vocabSize);
-  const trie = ex.vocab_alloc(vocabSize, 0, layout.trieIds.length, layout.tokBytes.length) === 0 ? undefined : trieOver(layout);
-  if (trie && ex.vocab_alloc(vocabSize, trie.nNodes, trie.trieIds.length, trie.tokBytes.length) !== 0) {
-    throw new Error(`cannot attach the vocabulary: ${VOCAB_ERRORS[-1]} (or it is too large: ${vocabSize} tokens, ${trie.nNodes} trie nodes, ${trie.tokBytes.length} bytes)`);
+  const cache = ex.vocab_adopt ? trieCache(vocab, vocabSize) : undefined;
+  let trie: TokenTrie | undefined;
+  let layout: TokenLayout;
+  if (cache && cache.uses++ > 0) {
+    trie = cache.trie ??= trieOver(tokenLayout(vocab, vocabSize));
+    layout = trie;
+  } else layout = tokenLayout(vocab, vocabSize);
+  const tooLarge = (t: TokenTrie) => new Error(`cannot attach the vocabulary: ${VOCAB_ERRORS[-1]} (or it is too large: ${vocabSize} tokens, ${t.nNodes} trie nodes, ${t.tokBytes.length} bytes)`);
+  if (trie) {
+    if (ex.vocab_alloc(vocabSize, trie.nNodes, trie.trieIds.length, trie.tokBytes.length) !== 0) throw tooLarge(trie);
+  } else if (ex.vocab_alloc(vocabSize, 0, layout.trieIds.length, layout.tokBytes.length) !== 0) {
+    trie = trieOver(layout); // a runtime that does not build the trie
+    if (ex.vocab_alloc(vocabSize, trie.nNodes, trie.trieIds.length, trie.tokBytes.length) !== 0) throw tooLarge(trie);
   }
   const buf = ex.memory.buffer; // after vocab_alloc, which may have grown the memory
   if (trie) new Uint32Array(buf, ex.vocab_region(0), trie.nodes.length).set(trie.nodes);
@@ -328,8 +361,10 @@ function attachVocabulary(ex: SpecExports, vocab: VocabularySource, vocabSize: n
   new Uint32Array(buf, ex.vocab_region(2), layout.tokOff.length).set(layout.tokOff);
   new Uint8Array(buf, ex.vocab_region(3), layout.tokBytes.length).set(layout.tokBytes);
   new Uint8Array(buf, ex.vocab_region(4), layout.tokKind.length).set(layout.tokKind);
-  const r = ex.vocab_ready();
+  const mine = cache !== undefined && trie !== undefined && trie === cache.trie;
+  const r = mine && cache.checked ? ex.vocab_adopt!() : ex.vocab_ready();
   if (r !== 0) throw new Error(`cannot attach the vocabulary: ${VOCAB_ERRORS[r] ?? `error ${r}`}`);
+  if (mine) cache.checked = true;
 }
 
 // ---- Spec --------------------------------------------------------------------------------------------

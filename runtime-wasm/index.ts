@@ -38,6 +38,7 @@ export {
   vocab_alloc,
   vocab_region,
   vocab_ready,
+  vocab_adopt,
   vocab_size,
   mask_words,
   vocab_max_depth,

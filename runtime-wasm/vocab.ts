@@ -296,6 +296,23 @@ function buildTrie(md: u32): i32 {
  * or bytes that differ from the node's path), -7 a text token missing from the trie.
  */
 export function vocab_ready(): i32 {
+  return ready(false);
+}
+
+/**
+ * `vocab_ready` for a trie this runtime has already validated (written by the host with
+ * `vocab_alloc` nodes ≥ 1, the same bytes a `vocab_ready` accepted before, in another instance):
+ * the trie's shape and spellings are not checked again, which is most of an attach's time
+ * (every token's bytes read in trie order, random in memory). Offsets and kinds are still checked.
+ * A host that cannot vouch for the bytes calls `vocab_ready`: a malformed trie given here gives
+ * wrong masks or a trap, never an access outside this module's memory. -1 without a host trie.
+ */
+export function vocab_adopt(): i32 {
+  if (nNodes == 0) return -1;
+  return ready(true);
+}
+
+function ready(trusted: bool): i32 {
   if (vocabPhase != 1) return -1;
   const V = vocabSize;
   // Token offsets and kinds (and, for the trie build, the text tokens' count and the longest),
@@ -319,8 +336,15 @@ export function vocab_ready(): i32 {
   nEos = eos;
   nText = text;
   if (nNodes) {
-    const t = checkTrie();
-    if (t != 0) return t;
+    if (trusted) {
+      // The longest text token is the deepest node (each token ends at its own node).
+      maxDepth = md;
+      stackPtr = allocZero((<usize>md + 1) << 2);
+      tagPtr = allocZero((<usize>md + 1) << 2);
+    } else {
+      const t = checkTrie();
+      if (t != 0) return t;
+    }
     // Ready: bytes become classes (the build writes classes).
     const classmap = region(H_CLASSMAP);
     for (let i: u32 = 1; i < nNodes; i++) {

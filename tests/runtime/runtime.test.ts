@@ -699,6 +699,33 @@ describe("vocabulary ABI", () => {
     expect(Array.from(got)).toEqual(want);
   });
 
+  it("a second and third Spec with the same vocabulary adopt the trie built once, with the same nodes and masks (Llama 3)", async () => {
+    const vocab = await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama3_1"));
+    const wasm = compileToWasm(compileSource(readFileSync("examples/tool-json.agent", "utf8"), "examples/tool-json.agent"));
+    // First: the runtime builds the trie; second: the binding's trie, checked (vocab_ready);
+    // third: the same trie adopted unchecked (vocab_adopt).
+    const specs = [await Spec.load(wasm, { vocab }), await Spec.load(wasm, { vocab }), await Spec.load(wasm, { vocab })];
+    const nodes = specs.map((s) => Array.from(new Uint32Array(s.exports.memory.buffer, s.exports.vocab_region!(0), 3 * (buildTokenTrie(s.vocab!).nNodes + 1))));
+    expect(nodes[1]).toEqual(nodes[0]);
+    expect(nodes[2]).toEqual(nodes[0]);
+    const text = new TextEncoder().encode('Thought: x\nAction: web_search\nAction Input: {"a": [1, {"b": "c"}]}\n');
+    const ms = specs.map((s) => s.matcher());
+    for (let i = 0; i <= text.length; i += 7) {
+      const masks = specs.map((s, k) => { const m = new Int32Array(s.maskWords); ms[k]!.fillMask(m); return m; });
+      expect(masks[1]).toEqual(masks[0]);
+      expect(masks[2]).toEqual(masks[0]);
+      for (const m of ms) expect(m.feed(text.subarray(i, i + 7)).ok).toBe(true);
+    }
+  });
+
+  it("vocab_adopt takes only a trie the host wrote", async () => {
+    const ex = await writtenIds(() => {});
+    expect(ex.vocab_adopt!()).toBe(-1); // no nodes region: nothing to adopt
+    const ex2 = await written();
+    expect(ex2.vocab_adopt!()).toBe(0);
+    expect(ex2.vocab_max_depth!()).toBe(buildTokenTrie(toyVocab()).maxDepth);
+  });
+
   it("vocab_ready refuses ids it cannot build a trie from", async () => {
     const cases: [number, (trie: TokenTrie) => void][] = [
       [-2, (tr) => (tr.tokOff[3] = 100)],
