@@ -932,11 +932,18 @@ class Converter {
     return out;
   }
 
-  /** A JSON string (no escapes) that is none of `names`: a trie, left at the first difference. */
+  /**
+   * A JSON string that is none of `names`: a trie, left at the first difference. Where no name has
+   * a character only an escape writes (`"`, `\\`, a control character), the string may hold the
+   * escapes of those characters (keyesc), which then spell no name; otherwise it holds no escapes
+   * (stricter than JSON, never looser) and the names with such characters need no excluding.
+   */
   private keyNotIn(names0: string[]): string {
-    // A name with a character only an escape writes is never spelled here: nothing to exclude.
-    const names = names0.filter((n) => !/["\\\u0000-\u001f]/.test(n));
-    if (names.length === 0) return "key";
+    const needsEscape = (n: string) => /["\\\u0000-\u001f]/.test(n);
+    const plain = names0.some(needsEscape);
+    const names = names0.filter((n) => !needsEscape(n));
+    if (names.length === 0) return plain ? "keyplain" : "key";
+    const rest = plain ? "keychar*" : "( keychar | keyesc )*";
     interface Node { next: Map<string, Node>; end: boolean }
     const root: Node = { next: new Map(), end: false };
     for (const n of names) {
@@ -950,7 +957,8 @@ class Converter {
       // a character no name continues with (then anything); or follow a name's next character.
       const alts: string[] = [];
       if (!x.end) alts.push('"\\""');
-      alts.push(`${cls([...x.next.keys()])} keychar* "\\""`);
+      alts.push(`${cls([...x.next.keys()])} ${rest} "\\""`);
+      if (!plain) alts.push(`keyesc ${rest} "\\""`);
       for (const [ch, y] of x.next) alts.push(`${gbnfLit(ch)} ${walk(y)}`);
       return this.define(alts.join(" | "));
     };
@@ -1184,8 +1192,11 @@ const BASE = [
   'member ::= string ws ":" ws value',
   'array ::= "[" ws ( value (ws "," ws value)* )? ws "]"',
   'string ::= "\\"" char* "\\""',
-  'key ::= "\\"" keychar* "\\""',
+  'key ::= "\\"" ( keychar | keyesc )* "\\""',
+  'keyplain ::= "\\"" keychar* "\\""',
   'keychar ::= [^"\\\\\\u0000-\\u001f]',
+  // Escapes of characters that need one: no name written without escapes can be spelled with them.
+  'keyesc ::= "\\\\" ["\\\\bfnrt]',
   'char ::= [^"\\\\\\u0000-\\u001f] | "\\\\" ( ["\\\\/bfnrt] | "u" ( [0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} ) )',
   'number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?',
   'integer ::= "-"? ( "0" | [1-9] [0-9]* )',
