@@ -126,7 +126,21 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const kernels: number[][] = [];
   const accepting: number[] = [];
   const callSeeds: (readonly [number, number[]])[][] = [];
-  const stateIds = new Map<string, number>();
+  // Subset states by a hash of (accept, kernel, calls), then compared item by item: string keys
+  // of whole kernels were most of this function's garbage.
+  const stateIds = new Map<number, number[]>();
+  const sameState = (id: number, accept: boolean, kernel: readonly number[], callList: readonly (readonly [number, number[]])[]): boolean => {
+    if ((accepting[id] === 1) !== accept) return false;
+    const k = kernels[id]!, cl = callSeeds[id]!;
+    if (k.length !== kernel.length || cl.length !== callList.length) return false;
+    for (let i = 0; i < k.length; i++) if (k[i] !== kernel[i]) return false;
+    for (let i = 0; i < cl.length; i++) {
+      const [r1, x1] = cl[i]!, [r2, x2] = callList[i]!;
+      if (r1 !== r2 || x1.length !== x2.length) return false;
+      for (let j = 0; j < x1.length; j++) if (x1[j] !== x2[j]) return false;
+    }
+    return true;
+  };
   const seedMemo = new Map<string, number>();
   const oneSeedMemo = new Map<number, number>(); // most seed sets are one item: no string key
   const stateOf = (seeds: readonly number[]): number => {
@@ -161,13 +175,21 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     let id: number;
     if (kernel.length === 0 && !accept && callList.length === 0) id = -1;
     else {
-      const key = (accept ? "A" : "") + kernel.join(",") + "|" + callList.map(([r, xs]) => `${r}:${xs.join(",")}`).join(";");
-      const known = stateIds.get(key);
+      let h = accept ? 0x5bd1e995 : 0x27d4eb2f;
+      for (const x of kernel) h = Math.imul(h ^ x, 0x9e3779b1);
+      for (const [r, xs] of callList) {
+        h = Math.imul(h ^ (r + 0x7fff), 0x85ebca6b);
+        for (const x of xs) h = Math.imul(h ^ x, 0xc2b2ae35);
+      }
+      h ^= kernel.length + (callList.length << 20);
+      const bucket = stateIds.get(h);
+      const known = bucket?.find((k) => sameState(k, accept, kernel, callList));
       if (known !== undefined) id = known;
       else {
         id = kernels.length;
         if (id >= maxStates) throw new GrammarLimitError("maxGrammarStates", id + 1, maxStates, Infinity, opts.name);
-        stateIds.set(key, id);
+        if (bucket) bucket.push(id);
+        else stateIds.set(h, [id]);
         kernels.push(kernel);
         accepting.push(accept ? 1 : 0);
         callSeeds.push(callList);
