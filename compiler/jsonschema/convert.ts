@@ -943,7 +943,6 @@ class Converter {
     const plain = names0.some(needsEscape);
     const names = names0.filter((n) => !needsEscape(n));
     if (names.length === 0) return plain ? "keyplain" : "key";
-    const rest = plain ? "keychar*" : "( keychar | keyesc )*";
     interface Node { next: Map<string, Node>; end: boolean }
     const root: Node = { next: new Map(), end: false };
     for (const n of names) {
@@ -957,8 +956,10 @@ class Converter {
       // a character no name continues with (then anything); or follow a name's next character.
       const alts: string[] = [];
       if (!x.end) alts.push('"\\""');
-      alts.push(`${cls([...x.next.keys()])} ${rest} "\\""`);
-      if (!plain) alts.push(`keyesc ${rest} "\\""`);
+      // The rest of the name is one rule, the alternative's last symbol: entered by a jump, so every
+      // node of the trie continues in the same states.
+      alts.push(`${cls([...x.next.keys()])} ${plain ? "keytailplain" : "keytail"}`);
+      if (!plain) alts.push("keyesctail");
       for (const [ch, y] of x.next) alts.push(`${gbnfLit(ch)} ${walk(y)}`);
       return this.define(alts.join(" | "));
     };
@@ -1197,6 +1198,9 @@ const BASE = [
   'keychar ::= [^"\\\\\\u0000-\\u001f]',
   // Escapes of characters that need one: no name written without escapes can be spelled with them.
   'keyesc ::= "\\\\" ["\\\\bfnrt]',
+  'keytail ::= ( keychar | keyesc )* "\\""',
+  'keytailplain ::= keychar* "\\""',
+  'keyesctail ::= keyesc keytail',
   'char ::= [^"\\\\\\u0000-\\u001f] | "\\\\" ( ["\\\\/bfnrt] | "u" ( [0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} ) )',
   'number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?',
   'integer ::= "-"? ( "0" | [1-9] [0-9]* )',
