@@ -6,6 +6,8 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
+import { ajvValidator } from "./ajv-check.js";
+import type { MaskBenchCase } from "./data.js";
 import { bucketValue, type EngineResult, type Verdict } from "./engines.js";
 
 interface Line { name: string; engine: string; result: EngineResult }
@@ -20,6 +22,22 @@ export interface EngineSummary {
   tbm: { p50: number; p99: number; p999: number };
   ttfm: { p50: number; p99: number };
   examples: Partial<Record<Verdict, string[]>>;
+  /**
+   * Schemas whose validation or invalidation error ajv does not confirm: every instance that went
+   * against its label is one ajv sides with the engine on (the label is disputed). Only counted when
+   * the cases were given to `summarize`.
+   */
+  disputed?: { validation: string[]; invalidation: string[] };
+}
+
+/** Does ajv side with the engine on every instance that went against its label? */
+function labelDisputed(r: EngineResult, c: MaskBenchCase | undefined): boolean {
+  if (!c || !r.instances || r.instances.length !== c.tests.length) return false;
+  const against = r.instances.flatMap((inst, i) => (inst.valid !== inst.accepted ? [i] : []));
+  if (against.length === 0) return false;
+  const validate = ajvValidator(c.schema);
+  if (!validate) return false;
+  return against.every((i) => validate(c.tests[i]!.data) === r.instances![i]!.accepted);
 }
 
 function histPercentile(h: Map<number, number>, total: number, p: number): number {
@@ -39,7 +57,7 @@ function pct(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
 }
 
-export function summarize(lines: Line[]): Map<string, EngineSummary> {
+export function summarize(lines: Line[], cases?: ReadonlyMap<string, MaskBenchCase>): Map<string, EngineSummary> {
   // The last line for a (schema, engine) wins (a rerun after --fresh-less interruption).
   const last = new Map<string, Line>();
   for (const l of lines) last.set(`${l.engine}\u0000${l.name}`, l);
@@ -57,9 +75,13 @@ export function summarize(lines: Line[]): Map<string, EngineSummary> {
     const ttfm: number[] = [];
     const instances = { valid: 0, invalid: 0, validRejected: 0, invalidAccepted: 0 };
     const examples: Partial<Record<Verdict, string[]>> = {};
+    const disputed = cases ? { validation: [] as string[], invalidation: [] as string[] } : undefined;
     for (const l of ls) {
       const r = l.result;
       verdicts[r.verdict]++;
+      if (disputed && (r.verdict === "validation_error" || r.verdict === "invalidation_error") && labelDisputed(r, cases!.get(l.name))) {
+        disputed[r.verdict === "validation_error" ? "validation" : "invalidation"].push(l.name);
+      }
       if (r.verdict !== "pass") (examples[r.verdict] ??= []).push(l.name);
       if (r.ttfmUs !== undefined) ttfm.push(r.ttfmUs);
       for (const [k, n] of Object.entries(r.tbm ?? {})) { hist.set(Number(k), (hist.get(Number(k)) ?? 0) + n); total += n; }
@@ -73,7 +95,7 @@ export function summarize(lines: Line[]): Map<string, EngineSummary> {
       schemas: ls.length, verdicts, instances, tokens: total,
       tbm: { p50: histPercentile(hist, total, 0.5), p99: histPercentile(hist, total, 0.99), p999: histPercentile(hist, total, 0.999) },
       ttfm: { p50: pct(ttfm, 0.5), p99: pct(ttfm, 0.99) },
-      examples,
+      examples, disputed,
     });
   }
   return out;
@@ -102,6 +124,9 @@ export function renderReport(s: Map<string, EngineSummary>, source: string): str
     row("compile error (an honest refusal)", (e) => String(e.verdicts.compile_error)),
     row("validation errors (schemas with a valid instance rejected)", (e) => String(e.verdicts.validation_error)),
     row("invalidation errors (schemas with an invalid instance accepted)", (e) => String(e.verdicts.invalidation_error)),
+    ...(engines.some((e) => s.get(e)!.disputed) ? [
+      row("of those errors, ajv sides with the engine (label disputed): validation / invalidation", (e) => (e.disputed ? `${e.disputed.validation.length} / ${e.disputed.invalidation.length}` : "n/a")),
+    ] : []),
     row("crashes / timeouts / out of memory", (e) => `${e.verdicts.crash} / ${e.verdicts.timeout} / ${e.verdicts.oom}`),
     row("valid instances rejected / run", (e) => `${e.instances.validRejected} / ${e.instances.valid}`),
     row("invalid instances accepted / run", (e) => `${e.instances.invalidAccepted} / ${e.instances.invalid}`),
@@ -115,13 +140,19 @@ export function renderReport(s: Map<string, EngineSummary>, source: string): str
   for (const e of engines) {
     const ex = s.get(e)!.examples;
     for (const v of VERDICTS) if (ex[v]?.length) lines.push(`- ${e}, ${v}: ${ex[v]!.join(", ")}`);
+    const d = s.get(e)!.disputed;
+    if (d && d.validation.length + d.invalidation.length > 0) {
+      lines.push(`- ${e}, errors where ajv sides with the engine (first few): ${[...d.validation, ...d.invalidation].sort().slice(0, 8).join(", ")}`);
+    }
   }
   return lines.join("\n") + "\n";
 }
 
-export function writeReport(resultsPath: string, reportPath: string): void {
+/** `cases`: MaskBench's data, to check the labels of failing instances with ajv. */
+export function writeReport(resultsPath: string, reportPath: string, cases?: readonly MaskBenchCase[]): void {
   const lines = readFileSync(resultsPath, "utf8").split("\n").filter((l) => l.trim()).flatMap((l) => {
     try { return [JSON.parse(l) as Line]; } catch { return []; }
   });
-  writeFileSync(reportPath, renderReport(summarize(lines), "bench/results/maskbench/results.jsonl"));
+  const byName = cases ? new Map(cases.map((c) => [c.name, c] as const)) : undefined;
+  writeFileSync(reportPath, renderReport(summarize(lines, byName), "bench/results/maskbench/results.jsonl"));
 }

@@ -63,10 +63,11 @@ function readDone(): Map<string, Set<Engine>> {
 }
 
 async function main(): Promise<void> {
-  if (values.report) { writeReport(out, reportPath); console.log(`wrote ${reportPath}`); return; }
+  if (values.report) { writeReport(out, reportPath, loadMaskBench(maskBenchPath(root))); console.log(`wrote ${reportPath}`); return; }
   mkdirSync(dirname(out), { recursive: true });
   if (values.fresh) writeFileSync(out, "");
-  let cases = loadMaskBench(maskBenchPath(root));
+  const all = loadMaskBench(maskBenchPath(root));
+  let cases = all;
   if (values.names) { const re = new RegExp(values.names); cases = cases.filter((c) => re.test(c.name)); }
   if (values.sample) cases = fixedSample(cases, Number(values.sample));
   if (values.limit) cases = cases.slice(0, Number(values.limit));
@@ -106,7 +107,7 @@ async function main(): Promise<void> {
     }
   }
   await worker?.terminate();
-  writeReport(out, reportPath);
+  writeReport(out, reportPath, all);
   console.log(`wrote ${reportPath}`);
 }
 
