@@ -82,8 +82,8 @@ const FINITE_BUDGET = 2_000_000;
 const MAX_FINITE_VALUES = 1000;
 /** Optional properties that dependentRequired may relate (each doubles an object's member rules). */
 const MAX_DEPENDENCY_NAMES = 10;
-/** Most allOf schemas expanded inside one another (a guard against merges that recurse without end). */
-const MAX_ALLOF_NESTING = 64;
+/** Most merging schemas expanded inside one another (a guard against merges that recurse without end). */
+const MAX_MERGE_NESTING = 64;
 
 /** Keywords that carry no validation (ignored), and unknown keywords (ignored, as JSON Schema does). */
 const ANNOTATIONS = new Set(["title", "description", "default", "examples", "$schema", "$id", "id", "$comment", "deprecated",
@@ -137,11 +137,10 @@ class Converter {
   readonly called = new Set<string>(["ws", "value"]);
   private readonly refRules = new Map<string, string>();
   /**
-   * allOf schemas being expanded (by identity), with the rule name given to one met again inside its
-   * own expansion: a recursive allOf (`x: allOf [$ref to a schema holding x, …]`) becomes a
-   * recursive rule, as a recursive $ref does, instead of being merged in forever.
+   * Schemas with allOf, anyOf or oneOf being expanded (by identity), with the rule name given to one
+   * met again inside its own expansion (`guarded`).
    */
-  private readonly allOfActive = new Map<object, { name?: string }>();
+  private readonly mergeActive = new Map<object, { name?: string }>();
   private n = 0;
   readonly warnings: SpecError[] = [];
 
@@ -203,25 +202,31 @@ class Converter {
     if (finite !== undefined) return finite;
     if (typeof s["$ref"] === "string") return this.ref(s, ptr);
     for (const k of ["$dynamicRef", "$recursiveRef"]) if (k in s) this.relax(k, ptr, "dynamic references are not supported");
-    if (Array.isArray(s["allOf"])) return this.allOf(s, ptr);
-    for (const k of ["anyOf", "oneOf"] as const) {
-      if (k in s) {
-        const branches = s[k];
-        if (!Array.isArray(branches) || branches.length === 0) throw this.error("E0903", `${k} takes a non-empty array of schemas`, `${ptr}/${k}`);
-        const rest = Object.fromEntries(Object.entries(s).filter(([key]) => key !== k));
-        const merged = branches.map((b, i) => (hasValidation(rest) ? this.merge(rest, this.deref(b, `${ptr}/${k}/${i}`), ptr, `${ptr}/${k}/${i}`) : b));
-        if (k === "oneOf") {
-          const exact = this.oneOf(merged, `${ptr}/${k}`);
-          if (exact !== undefined) return exact;
-        }
-        const alts = merged.flatMap((b, i) => {
-          const e = this.tryExpr(b, `${ptr}/${k}/${i}`);
-          return e === null ? [] : [e];
-        });
-        if (alts.length === 0) throw this.error("E0904", `no branch of ${k} can be satisfied`, `${ptr}/${k}`);
-        return alts.length === 1 ? alts[0]! : this.define(alts.join(" | "));
-      }
+    if (Array.isArray(s["allOf"])) return this.guarded(s, ptr, "allOf", () => this.expr(this.mergeAll(s, ptr), ptr));
+    for (const k of ["anyOf", "oneOf"] as const) if (k in s) return this.guarded(s, ptr, k, () => this.alternatives(s, k, ptr));
+    return this.plain(s, ptr);
+  }
+
+  /** anyOf / oneOf, each branch merged with the keywords beside it. */
+  private alternatives(s: Record<string, unknown>, k: "anyOf" | "oneOf", ptr: string): string {
+    const branches = s[k];
+    if (!Array.isArray(branches) || branches.length === 0) throw this.error("E0903", `${k} takes a non-empty array of schemas`, `${ptr}/${k}`);
+    const rest = Object.fromEntries(Object.entries(s).filter(([key]) => key !== k));
+    const merged = branches.map((b, i) => (hasValidation(rest) ? this.merge(rest, this.deref(b, `${ptr}/${k}/${i}`), ptr, `${ptr}/${k}/${i}`) : b));
+    if (k === "oneOf") {
+      const exact = this.oneOf(merged, `${ptr}/${k}`);
+      if (exact !== undefined) return exact;
     }
+    const alts = merged.flatMap((b, i) => {
+      const e = this.tryExpr(b, `${ptr}/${k}/${i}`);
+      return e === null ? [] : [e];
+    });
+    if (alts.length === 0) throw this.error("E0904", `no branch of ${k} can be satisfied`, `${ptr}/${k}`);
+    return alts.length === 1 ? alts[0]! : this.define(alts.join(" | "));
+  }
+
+  /** A schema without $ref, allOf, anyOf or oneOf. */
+  private plain(s: Record<string, unknown>, ptr: string): string {
     if ("not" in s) { const e = this.notValues(s, ptr); if (e !== undefined) return e; }
     for (const k of ["not", "if", "then", "else", "dependentSchemas", "dependencies", "dependentRequired", "unevaluatedProperties", "unevaluatedItems", "propertyNames", "contains", "minContains", "maxContains"]) {
       if (k in s) {
@@ -366,21 +371,27 @@ class Converter {
     return acc;
   }
 
-  private allOf(s: Record<string, unknown>, ptr: string): string {
-    const active = this.allOfActive.get(s);
+  /**
+   * `build()`, the expansion of a schema that merges others into new schemas (allOf, or anyOf/oneOf
+   * branches merged with the keywords beside them), guarded: met again inside its own expansion,
+   * the schema becomes a recursive rule, as a recursive $ref does, instead of being merged in until
+   * the stack overflows.
+   */
+  private guarded(s: Record<string, unknown>, ptr: string, keyword: string, build: () => string): string {
+    const active = this.mergeActive.get(s);
     if (active) return (active.name ??= this.fresh());
-    if (this.allOfActive.size >= MAX_ALLOF_NESTING) {
-      throw this.error("E0905", `allOf merges nest more than ${MAX_ALLOF_NESTING} deep (a recursive allOf whose merge never comes back to the same schema)`, `${ptr}/allOf`);
+    if (this.mergeActive.size >= MAX_MERGE_NESTING) {
+      throw this.error("E0905", `${keyword} merges nest more than ${MAX_MERGE_NESTING} deep (a recursive schema whose merge never comes back to the same schema)`, `${ptr}/${keyword}`);
     }
     const entry: { name?: string } = {};
-    this.allOfActive.set(s, entry);
+    this.mergeActive.set(s, entry);
     try {
-      const body = this.expr(this.mergeAll(s, ptr), ptr);
+      const body = build();
       if (entry.name === undefined) return body;
       this.rules.set(entry.name, body);
       return entry.name;
     } finally {
-      this.allOfActive.delete(s);
+      this.mergeActive.delete(s);
     }
   }
 

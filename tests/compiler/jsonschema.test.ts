@@ -194,6 +194,9 @@ describe("instance verdicts agree with ajv", () => {
     // A recursive allOf (a property whose allOf names the schema holding it, MaskBench
     // Github_easy---o17683's shape): a recursive rule, as a recursive $ref is; it overflowed the stack.
     { schema: { $defs: { Leaf: { type: "object" }, Foo: { type: "object", properties: { kids: { allOf: [{ $ref: "#/$defs/Foo" }, { $ref: "#/$defs/Leaf" }] }, n: { type: "integer" } } } }, $ref: "#/$defs/Foo" }, texts: ["{}", '{"kids":{}}', '{"kids":{"kids":{"n":1}}}', '{"kids":{"kids":{"n":"1"}}}', '{"kids":[]}', '{"kids":{},"n":2}'] },
+    // The same through anyOf branches merged with a keyword beside them (MaskBench
+    // JsonSchemaStore---resjson: minProperties beside anyOf, recursive through $ref; it overflowed too).
+    { schema: { type: "object", additionalProperties: { minProperties: 1, anyOf: [{ type: "string" }, { $ref: "#/definitions/r" }] }, definitions: { r: { type: "object", additionalProperties: { minProperties: 1, anyOf: [{ type: "string" }, { $ref: "#/definitions/r" }] } } } }, texts: ["{}", '{"a":"x"}', '{"a":{"b":"y"}}', '{"a":{}}', '{"a":{"b":{"c":"z"}}}', '{"a":{"b":{}}}', '{"a":1}'] },
     // Finitely many values (enum/const, in allOf, or every anyOf/oneOf branch): each checked
     // against the whole schema (compiler/jsonschema/evaluate.ts), so any keyword beside them is exact.
     { schema: { allOf: [{ enum: [1, 2, 3, "x"] }, { not: { const: 2 } }, { not: { type: "string" } }] }, texts: ["1", "2", "3", '"x"', "4"] },
