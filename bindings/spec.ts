@@ -315,10 +315,6 @@ const VOCAB_ERRORS: Record<number, string> = {
 };
 
 /**
- * Copies a vocabulary into the module (docs/abi.md, "Vocabulary"): the sorted token ids, from which
- * the runtime builds the trie, or, for a runtime that predates that (it refuses 0 nodes), the trie.
- */
-/**
  * Per vocabulary and vocabSize: how many specs have attached it, and from the second on, the trie
  * built here and whether a runtime's `vocab_ready` has checked it. A checked trie is written as it
  * is into later specs and adopted unchecked (`vocab_adopt`), which saves most of an attach (the

@@ -1204,8 +1204,8 @@ const BASE = [
   'member ::= string ws ":" ws value',
   'array ::= "[" ws ( value (ws "," ws value)* )? ws "]"',
   'string ::= "\\"" char* "\\""',
-  'key ::= "\\"" ( keychar | keyesc )* "\\""',
-  'keyplain ::= "\\"" keychar* "\\""',
+  'key ::= "\\"" keytail',
+  'keyplain ::= "\\"" keytailplain',
   'keychar ::= [^"\\\\\\u0000-\\u001f]',
   // Escapes of characters that need one: no name written without escapes can be spelled with them.
   'keyesc ::= "\\\\" ["\\\\bfnrt]',
