@@ -14,7 +14,7 @@ import {
 } from "./layout";
 import { transBase } from "./tables";
 import {
-  NODE, allocZero, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr,
+  NODE, allocZero, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr, trieMask,
   setBit, setRange, stackPtr, stateMaskPtr, tagPtr, trieIdsPtr, vocabPhase, walkTrans,
 } from "./vocab";
 import { cfInternal, pdaCacheCheck, pdaMode } from "./pushdown";
@@ -77,8 +77,7 @@ function walkInit(): void {
   rejPtr = heap.alloc((REJ_RANGES + 1) << 3) + 8;
   rejEnd = rejPtr + (REJ_RANGES << 3);
   store<u32>(rejPtr - 4, 0xffffffff);
-  textMaskPtr = allocZero(maskBytes);
-  setRange(textMaskPtr, 0, nTrie);
+  textMaskPtr = trieMask();
   const ns = <usize>hdr(H_NSTATES);
   memoPtr = allocZero(ns << 6);
   headPtr = allocZero(ns << 2);

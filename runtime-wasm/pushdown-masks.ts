@@ -6,10 +6,11 @@
  * in the same distinct-mask store as the DFA masks (vocab.ts); the scheme is described below.
  */
 
-import { H_NSPEC, H_NSTATES, hdr } from "./layout";
+import { H_NCLASSES, H_NSPEC, H_NSTATES, NONE16, hdr } from "./layout";
+import { transBase } from "./tables";
 import {
   NODE, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
-  maxDepth, nEos, nMasks, nNodes, nodesPtr, setBit, setMaskStore, setRange,
+  maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, setBit, setMaskStore, setRange, trieIdsPtr, trieMask,
 } from "./vocab";
 import { hashPair, pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
 import {
@@ -38,6 +39,8 @@ import {
 /** Mask state (allocated on the first pushdown mask). */
 let pdaVocabReady: bool = false;
 let walkSets: usize = 0;
+/** Per walk depth ≥ 1: the set's only pair, or NO_PAIR (then walkSets holds the set at that depth). */
+let walkOne: usize = 0;
 let symBasePtr: usize = 0;
 let symFrontPtr: usize = 0;
 let symStatsPtr: usize = 0;
@@ -50,11 +53,49 @@ let lastPairMax: u32 = 0;
 
 // ---- Pushdown masks ----
 
+// @ts-ignore: decorator
+@inline const NO_PAIR: u64 = 0xffffffffffffffff;
+
+/**
+ * The walks' fast path (most trie nodes, as in a DFA walk): the set at depth d - 1 is one pair
+ * (q, n) and byte class `cls` takes q to a state t that only reads bytes and needs no more frames
+ * than q. Then the set at depth d is the pair (t, n) (what pdaStep's own one-pair case gives),
+ * noted in `walkOne` without writing a set. Returns t, NONE16 when q has no transition on `cls`,
+ * or FAST_NO (after writing the one pair into the set at d - 1): the caller calls pdaStep.
+ */
+// @ts-ignore: decorator
+@inline function walkFast(d: usize, cls: u32): u32 {
+  const x = load<u64>(walkOne + ((d - 1) << 3));
+  if (x == NO_PAIR) return FAST_NO;
+  const q = <u32>(x >>> 32);
+  const t = <u32>load<u16>(transBase + ((<usize>(q * hdr(H_NCLASSES) + cls)) << 1));
+  if (t == NONE16) return t;
+  if (<u32>load<u8>(stKind + <usize>t) == SK_READS && needOf(t) <= needOf(q)) {
+    store<u64>(walkOne + (d << 3), (<u64>t << 32) | (x & 0xffffffff));
+    return t;
+  }
+  const set = walkSets + (d - 1) * SET_BYTES;
+  store<u32>(set, 1);
+  store<u32>(set, 0, 4);
+  store<u64>(set, x, 8);
+  return FAST_NO;
+}
+
+// @ts-ignore: decorator
+@inline const FAST_NO: u32 = 0xffffffff;
+
+/** After pdaStep into the set at depth d (c pairs visited): note whether it is one pair. */
+// @ts-ignore: decorator
+@inline function walkNote(d: usize, c: u32, dst: usize): void {
+  store<u64>(walkOne + (d << 3), c - 1 < PDA_MAX_PAIRS && load<u32>(dst) == 1 ? load<u64>(dst, 8) : NO_PAIR);
+}
+
 /** Allocate the mask-side state (after vocab_ready): walk sets, summaries, caches. */
 function pdaVocabInit(): void {
   if (pdaVocabReady) return;
   const ns = <usize>hdr(H_NSTATES);
   walkSets = heap.alloc((<usize>maxDepth + 1) * SET_BYTES);
+  walkOne = heap.alloc((<usize>maxDepth + 1) << 3);
   symBasePtr = allocZero(ns << 2);
   symFrontPtr = allocZero(ns << 2);
   symStatsPtr = allocZero(ns << 3);
@@ -63,7 +104,6 @@ function pdaVocabInit(): void {
   pairScratch = heap.alloc(maskBytes);
   cfgScratch = heap.alloc(maskBytes);
   pairCacheInit();
-  memoOn = hdr(H_NSPEC) > 0;
   // The DFA path sizes the distinct-mask index for 2 × nStates + 1 masks; configurations and pairs
   // can need any number, so take it over with a growable copy.
   maskCap = 0;
@@ -105,13 +145,17 @@ function pdaSetEos(out: usize): void {
 //
 // Below a root child of the trie, a walk whose set is then the single pair (t, SYM_BASE) (a
 // summary) or (t, empty stack) (a pair's walk) gives the same result whatever state it came from:
-// the same allowed trie-id ranges, the same frontier nodes, the same largest closure and stack-limit
-// check. Most states reach the same few states after one byte (free text, a pending marker prefix),
-// so those subtrees are walked once (the DFA walk in masks.ts memoizes the same way). Entries live
+// the same trie-id ranges, the same frontier nodes, the same largest closure and stack-limit check.
+// Most states reach the same few states after one byte (free text, a pending marker prefix, the
+// rest of a property name that is not listed), so those subtrees are walked once (the DFA walk in
+// masks.ts memoizes the same way). On the MaskBench sample it halves the time of all masks (7.3 s
+// instead of 12.7 s; before summaries noted rejected ranges, its recording cost more than it saved
+// on standalone grammars and it was on for agents only). Entries live
 // in a hash table and a pool that start small (a first mask must not pay for megabytes) and double
 // up to MEMO_SLOTS slots and MEMO_WORDS words; past that, subtrees are simply walked again.
 // Entry (u32 words in the pool): nRanges, nFronts, most pairs, largest depth + need, then nRanges
-// (a, b) trie-id ranges, then nFronts frontier node numbers.
+// (a, b) trie-id ranges (a summary's: rejected; a pair walk's: allowed), then nFronts frontier
+// node numbers.
 
 // @ts-ignore: decorator
 @inline const MEMO_SLOTS: u32 = 1 << 15;
@@ -122,13 +166,6 @@ function pdaSetEos(out: usize): void {
 @inline const MK_SUMMARY: u64 = 1;
 // @ts-ignore: decorator
 @inline const MK_EMPTY: u64 = 2;
-/**
- * The memo is on for agents (tables with spec states) only. Their free-text states all walk the
- * same subtrees (tool-json: every state's summary in 0.12 s with it, 0.87 s without). A standalone
- * grammar's states seldom share a subtree: on the MaskBench sample the recording cost more than the
- * hits saved (TBM p99 8.5 ms with it, 6.4–6.8 ms without).
- */
-let memoOn: bool = false;
 let memoKeys: usize = 0;
 let memoOffs: usize = 0;
 let memoPool: usize = 0;
@@ -145,6 +182,9 @@ let recRanges: usize = 0;
 let recRangesCap: u32 = 0;
 let recNRanges: u32 = 0;
 let recFront0: u32 = 0;
+/** A summary's recording: the rejected ranges it starts at, and the end of the range before them then. */
+let recRej0: u32 = 0;
+let recRejEnd0: u32 = 0;
 
 // @ts-ignore: decorator
 @inline function memoKey(kind: u64, t: u32, node: u32): u64 {
@@ -193,15 +233,19 @@ function memoRoom(): bool {
 
 /**
  * Look `key` up for a subtree ending before `end`: the entry's offset (a hit), or -1 after
- * starting to record it (its second visit), or after noting the first visit (nothing recorded:
- * most subtrees of a JSON grammar's states are walked from one state only).
+ * starting to record it, or after noting its first visit. A pair walk's subtree (`first` false)
+ * is recorded on its second visit: its recording notes every allowed node, and most subtrees of a
+ * JSON grammar's pair walks come once. A summary's (`first` true) is recorded on its first: its
+ * ranges are the rejected ones it adds anyway, copied when it ends.
  */
-function memoVisit(key: u64, end: u32, c: u32, nf: u32): i32 {
-  if (!memoOn) return -1;
+function memoVisit(key: u64, end: u32, c: u32, nf: u32, first: bool): i32 {
   const off = memoFind(key);
   if (off >= 0) return off;
   if (off == -2) recStart(key, end, c, nf);
-  else if (memoRoom()) {
+  else if (first && memoRoom()) {
+    recStart(key, end, c, nf);
+    memoCount++;
+  } else if (memoRoom()) {
     memoInsert(key, MEMO_SEEN);
     memoCount++;
   }
@@ -313,10 +357,20 @@ function frontReserve(n: u32): void {
   frontScratch = heap.realloc(frontScratch, <usize>frontCap << 2);
 }
 
-/** End a summary's recording: the subtree's largest depth + need is what `needSeen` holds since its root child. */
+/**
+ * End a summary's recording: its ranges are the rejected ones added since it started (the first
+ * one also covers how far the range before it grew); its largest depth + need is what `needSeen`
+ * holds since its root child.
+ */
 function finishSummaryRec(nf: u32): void {
   const need = needSeen;
-  recFinish(nf, need);
+  recNRanges = 0;
+  let j = recRej0;
+  if (recRej0 > 0 && load<u32>(rejBuf + (<usize>(recRej0 - 1) << 3), 4) != recRejEnd0) {
+    recRange(recRejEnd0, load<u32>(rejBuf + (<usize>(recRej0 - 1) << 3), 4));
+  }
+  for (; j < rejN && recEnd != 0; j++) recRange(load<u32>(rejBuf + (<usize>j << 3)), load<u32>(rejBuf + (<usize>j << 3), 4));
+  if (recEnd != 0) recFinish(nf, need);
   setNeedSeen(max(recNeed0, need));
 }
 
@@ -325,17 +379,19 @@ function finishSummaryRec(nf: u32): void {
  * tokens accepted on paths that never pop SYM_BASE (and the empty tokens); a node whose step pops
  * it goes to the frontier list and its subtree is left to the per-pair walks. Also records the
  * largest `depth + need` a stack-limit check saw and the most pairs one closure visited.
+ *
+ * Like the DFA walk (masks.ts), the walk notes only the subtrees it does not allow (dead, over the
+ * pair limit, or frontier), as trie-id ranges: most states allow most of the trie, and setting the
+ * bits of every allowed node was half the walk's time. `base` is then built from the smaller side.
  */
 function pdaSummarize(q: u32): void {
-  const base = heap.alloc(maskBytes);
-  memory.fill(base, 0, maskBytes);
   const nodes = nodesPtr;
-  setRange(base, 0, load<u32>(nodes + NODE, 8));
   const sets = walkSets;
   store<u32>(sets, 1);
   store<u32>(sets, 0, 4);
   store<u64>(sets, (<u64>q << 32) | <u64>SYM_BASE, 8);
   setNeedSeen(needOf(q));
+  rejN = 0;
   let maxc: u32 = 1;
   let nf: u32 = 0;
   const n = nNodes;
@@ -345,10 +401,22 @@ function pdaSummarize(q: u32): void {
     const p = nodes + <usize>i * NODE;
     const w0 = load<u32>(p);
     const d = <usize>(w0 >>> 8);
+    if (d > 1) {
+      const t = walkFast(d, w0 & 0xff);
+      if (t == NONE16) {
+        i = rejSubtree(p);
+        continue;
+      }
+      if (t != FAST_NO) {
+        i++;
+        continue;
+      }
+    }
     const dst = sets + d * SET_BYTES;
     const ns0 = needSeen;
     if (d == 1) setNeedSeen(0);
     const c = pdaStep(sets + (d - 1) * SET_BYTES, w0 & 0xff, dst);
+    walkNote(d, c, dst);
     if (c > maxc) maxc = c;
     if (recEnd != 0 && c > recMax) recMax = c;
     if (d == 1) {
@@ -357,23 +425,29 @@ function pdaSummarize(q: u32): void {
       if (c == 1 && load<u32>(dst) == 1 && load<u32>(dst, 4) == 0 && <u32>load<u64>(dst, 8) == SYM_BASE) {
         const key = memoKey(MK_SUMMARY, <u32>(load<u64>(dst, 8) >>> 32), i);
         recNeed0 = ns0;
-        const off = memoVisit(key, sk, c, nf);
+        const off = memoVisit(key, sk, c, nf, true);
         if (off >= 0) {
-          const e = memoApply(off, base);
+          // The entry's ranges are the subtree's rejected ones.
+          const e = memoPool + (<usize>off << 2);
+          const nR = load<u32>(e);
+          for (let j: u32 = 0; j < nR; j++) rejAdd(load<u32>(e + 16 + (<usize>j << 3)), load<u32>(e + 20 + (<usize>j << 3)));
           const nF = load<u32>(e, 4);
           frontReserve(nf + nF);
-          memory.copy(frontScratch + (<usize>nf << 2), e + 16 + (<usize>load<u32>(e) << 3), <usize>nF << 2);
+          memory.copy(frontScratch + (<usize>nf << 2), e + 16 + (<usize>nR << 3), <usize>nF << 2);
           nf += nF;
           if (load<u32>(e, 8) > maxc) maxc = load<u32>(e, 8);
           setNeedSeen(max(ns0, load<u32>(e, 12)));
           i = sk;
           continue;
         }
-        if (recEnd == 0) setNeedSeen(max(ns0, needSeen));
+        if (recEnd != 0) {
+          recRej0 = rejN;
+          recRejEnd0 = rejN > 0 ? load<u32>(rejBuf + (<usize>(rejN - 1) << 3), 4) : 0;
+        } else setNeedSeen(max(ns0, needSeen));
       } else setNeedSeen(max(ns0, needSeen));
     }
     if (c == 0 || c > PDA_MAX_PAIRS) {
-      i = load<u32>(p, 4);
+      i = rejSubtree(p);
       continue;
     }
     if (load<u32>(dst, 4) & SF_ESCAPE) {
@@ -381,18 +455,18 @@ function pdaSummarize(q: u32): void {
       frontReserve(nf + 1);
       store<u32>(frontScratch + (<usize>nf << 2), i);
       nf++;
-      i = load<u32>(p, 4);
+      i = rejSubtree(p);
       continue;
     }
     if (load<u32>(dst) == 0) {
-      i = load<u32>(p, 4);
+      i = rejSubtree(p);
       continue;
     }
-    setRange(base, load<u32>(p, 8), load<u32>(p, 8 + NODE));
-    if (recEnd != 0) recRange(load<u32>(p, 8), load<u32>(p, 8 + NODE));
     i++;
   }
   if (recEnd != 0) finishSummaryRec(nf);
+  const base = heap.alloc(maskBytes);
+  maskFromRejected(base);
   const front = heap.alloc((<usize>nf + 1) << 2);
   store<u32>(front, nf);
   memory.copy(front + 4, frontScratch, <usize>nf << 2);
@@ -400,6 +474,66 @@ function pdaSummarize(q: u32): void {
   store<u32>(symStatsPtr + (<usize>q << 3), needSeen);
   store<u32>(symStatsPtr + (<usize>q << 3), maxc, 4);
   store<u32>(symBasePtr + (<usize>q << 2), <u32>base);
+}
+
+// ---- Rejected ranges (summary walks) ----
+
+/** The trie-id ranges [a, b) a summary walk did not allow: u32 pairs, increasing, adjacent ones merged. */
+let rejBuf: usize = 0;
+let rejN: u32 = 0;
+let rejCap: u32 = 0;
+
+/** Append [a, b) to the rejected ranges (merged with the last one when adjacent). */
+function rejAdd(a: u32, b: u32): void {
+  if (rejN > 0) {
+    const last = rejBuf + (<usize>(rejN - 1) << 3);
+    if (load<u32>(last, 4) == a) {
+      store<u32>(last, b, 4);
+      return;
+    }
+  }
+  if (a >= b) return;
+  if (rejN == rejCap) {
+    rejCap = rejCap == 0 ? 1024 : rejCap << 1;
+    rejBuf = rejBuf == 0 ? heap.alloc(<usize>rejCap << 3) : heap.realloc(rejBuf, <usize>rejCap << 3);
+  }
+  store<u32>(rejBuf + (<usize>rejN << 3), a);
+  store<u32>(rejBuf + (<usize>rejN << 3), b, 4);
+  rejN++;
+}
+
+/** Reject the subtree of the node at `p` (its own tokens included); returns the node after it. */
+// @ts-ignore: decorator
+@inline function rejSubtree(p: usize): u32 {
+  const sk = load<u32>(p, 4);
+  rejAdd(load<u32>(p, 8), load<u32>(nodesPtr + <usize>sk * NODE, 8));
+  return sk;
+}
+
+/** Every trie token but the rejected ranges into `out`, from the smaller side. */
+function maskFromRejected(out: usize): void {
+  let rejected: u32 = 0;
+  for (let j: u32 = 0; j < rejN; j++) rejected += load<u32>(rejBuf + (<usize>j << 3), 4) - load<u32>(rejBuf + (<usize>j << 3));
+  const ids = trieIdsPtr;
+  if (rejected < nTrie - rejected) {
+    memory.copy(out, trieMask(), maskBytes);
+    for (let j: u32 = 0; j < rejN; j++) {
+      const b = load<u32>(rejBuf + (<usize>j << 3), 4);
+      for (let a = load<u32>(rejBuf + (<usize>j << 3)); a < b; a++) {
+        const id = load<u32>(ids + (<usize>a << 2));
+        const w = out + (<usize>(id >>> 5) << 2);
+        store<u32>(w, load<u32>(w) & ~(<u32>1 << (id & 31)));
+      }
+    }
+  } else {
+    memory.fill(out, 0, maskBytes);
+    let a: u32 = 0;
+    for (let j: u32 = 0; j < rejN; j++) {
+      setRange(out, a, load<u32>(rejBuf + (<usize>j << 3)));
+      a = load<u32>(rejBuf + (<usize>j << 3), 4);
+    }
+    setRange(out, a, nTrie);
+  }
 }
 
 /**
@@ -435,8 +569,25 @@ function pdaWalk(out: usize, front: usize): u32 {
       else mark = false; // on the way to a frontier node: its tokens are in the summary's base
     }
     const d = <usize>(w0 >>> 8);
+    if (d > 1) {
+      const t = walkFast(d, w0 & 0xff);
+      if (t == NONE16) {
+        i = sk;
+        continue;
+      }
+      if (t != FAST_NO) {
+        if (maxc == 0) maxc = 1;
+        if (mark) {
+          setRange(out, load<u32>(p, 8), load<u32>(p, 8 + NODE));
+          if (recEnd != 0) recRange(load<u32>(p, 8), load<u32>(p, 8 + NODE));
+        }
+        i++;
+        continue;
+      }
+    }
     const dst = sets + d * SET_BYTES;
     const c = pdaStep(sets + (d - 1) * SET_BYTES, w0 & 0xff, dst);
+    walkNote(d, c, dst);
     if (c > maxc) maxc = c;
     if (recEnd != 0 && c > recMax) recMax = c;
     if (!pdaAlive(c, dst)) {
@@ -445,7 +596,7 @@ function pdaWalk(out: usize, front: usize): u32 {
     }
     if (mark && d == 1 && c == 1 && load<u32>(dst) == 1 && <u32>load<u64>(dst, 8) == 0) {
       // A whole root child's subtree from a single (t, empty stack) pair: memoized.
-      const off = memoVisit(memoKey(MK_EMPTY, <u32>(load<u64>(dst, 8) >>> 32), i), sk, c, 0);
+      const off = memoVisit(memoKey(MK_EMPTY, <u32>(load<u64>(dst, 8) >>> 32), i), sk, c, 0, false);
       if (off >= 0) {
         const e = memoApply(off, out);
         if (load<u32>(e, 8) > maxc) maxc = load<u32>(e, 8);

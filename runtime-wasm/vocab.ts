@@ -423,6 +423,17 @@ export function vocab_max_depth(): i32 {
   store<u32>(w, load<u32>(w) | (<u32>1 << (id & 31)));
 }
 
+let trieMaskPtr: usize = 0;
+
+/** The mask of every trie token (every text token), built on first use: walks that reject few ids copy it. */
+export function trieMask(): usize {
+  if (trieMaskPtr == 0) {
+    trieMaskPtr = allocZero(maskBytes);
+    setRange(trieMaskPtr, 0, nTrie);
+  }
+  return trieMaskPtr;
+}
+
 /** Set the bits of trie entries [a, b) (their token ids, `trieIdsPtr`). */
 // @ts-ignore: decorator
 @inline export function setRange(out: usize, a: u32, b: u32): void {

@@ -134,7 +134,7 @@ const valueList = (x: unknown): unknown[] | undefined =>
 class Converter {
   private readonly rules = new Map<string, string>();
   /** Rules the pushdown automaton enters by a call (JsonSchemaGrammar `called`). */
-  readonly called = new Set<string>(["ws", "value"]);
+  readonly called = new Set<string>(["ws", "value", "string"]);
   private readonly refRules = new Map<string, string>();
   /**
    * Schemas with allOf, anyOf or oneOf being expanded (by identity), with the rule name given to one

@@ -18,6 +18,7 @@ import { sampleSentence } from "../../compiler/grammar/sample.js";
 import { ByteFlag } from "../../compiler/ir.js";
 import { seededRandom } from "../../compiler/random.js";
 import { byteDfaEngine, runTrace } from "../../compiler/trace.js";
+import { jsonSchemaToGbnf } from "../../compiler/jsonschema/convert.js";
 import { MAX_ROLLBACK, Spec, STATE_ACCEPTING, Vocabulary, wasmEngine } from "../../bindings/index.js";
 import { MASKS_SECTION, serializeMasks, serializeVocabulary, VOCAB_SECTION } from "../../bindings/baked-vocab.js";
 import { appendCustomSection } from "../../compiler/emit-wasm.js";
@@ -284,6 +285,57 @@ describe("pushdown masks equal a brute-force PdaRunner walk (real vocabularies)"
     const a = walk(spec, g, vocab, { steps: 160, seed: 11, checkEvery: 9, openSteps: 80 });
     expect(a.maxDepth).toBeGreaterThanOrEqual(20);
     expect(a.checked).toBeGreaterThanOrEqual(15);
+  }, 240_000);
+
+  it("a JSON Schema's grammar on Llama 3 (listed and other property names, strings entered by a call, a 300-character bound): every few steps", async () => {
+    // What the summaries' subtree memo and rejected ranges (pushdown-masks.ts) meet most: key
+    // states that share the rest of an unlisted name, and string values whose machine is called.
+    const schema = {
+      type: "object",
+      properties: {
+        name: { type: "string" }, nickname: { type: "string" }, title: { type: "string", maxLength: 300 },
+        tags: { type: "array", items: { type: "string" } }, age: { type: "integer" },
+      },
+      additionalProperties: { type: "string" },
+    };
+    const { gbnf, called } = jsonSchemaToGbnf(schema, "walk.schema.json");
+    expect(called).toContain("string");
+    const g = grammar("schema-walk.gbnf", gbnf, called);
+    const vocab = real("llama3_1");
+    const spec = await Spec.load(g.wasm, { vocab });
+    expect(spec.pushdown).toBe(true);
+    const ids = new IdCheck();
+    // Documents whose keys come in several states (first member, after each listed one, unlisted;
+    // properties in their listed order, then others),
+    // greedily tokenized, the mask checked at every token; then a seeded walk.
+    const toks = tokenBytes(vocab);
+    const byText = new Map<string, number>();
+    toks.forEach((b, id) => { if (b && b.length <= 12 && !byText.has(dec.decode(b))) byText.set(dec.decode(b), id); });
+    const docs = [
+      '{"name": "Ann Lee", "nickname": "al", "title": "Dr. of things", "tags": ["x", "yz"], "age": 42, "zip": "0"}',
+      '{"name":"Bo", "tags":[], "age": 7, "nick": "b", "named": "c"}',
+    ];
+    let checked = 0;
+    for (const doc of docs) {
+      const m = spec.matcher();
+      const buf = new Int32Array(spec.maskWords);
+      let ref = g.runner.start();
+      for (let i = 0; i < doc.length;) {
+        let len = Math.min(12, doc.length - i);
+        while (!byText.has(doc.slice(i, i + len))) len--;
+        const id = byText.get(doc.slice(i, i + len))!;
+        m.fillMask(buf);
+        expect(maskDiff(buf, bruteMask(g.runner, ref, vocab, spec.maskWords), vocab), `${JSON.stringify(doc.slice(0, i))}`).toEqual([]);
+        checked++;
+        expect(m.commit(id)).toBe("continue");
+        ref = g.runner.run(toks[id]!, ref)!;
+        i += len;
+      }
+      expect(ref.accept).toBe(true);
+    }
+    expect(checked).toBeGreaterThanOrEqual(40);
+    const r = walk(spec, g, vocab, { steps: 40, seed: 21, checkEvery: 4, openSteps: 10 }, ids);
+    expect(r.tokens).toBeGreaterThan(0);
   }, 240_000);
 
   it("openagi.gbnf on Qwen3 (151,643 tokens), and cooking.gbnf (no call edges: DFA mode) on Qwen3", async () => {
