@@ -47,8 +47,9 @@ export interface JsonSchemaGrammar {
   /**
    * Rules to enter by a call rather than expand in place (grammar/pda.ts `called`): used in many
    * places or repeated many times, their machines then exist once. Whitespace (a state per
-   * character allowed), any value, the character of a string with a length bound past
-   * LONG_STRING, and the items of arrays with item bounds.
+   * character allowed), any value, an unconstrained string (its characters' mask is then walked
+   * once for every string value; each value walks only the tokens that close it), the character
+   * of a string with a length bound past LONG_STRING, and the items of arrays with item bounds.
    */
   called: string[];
 }
