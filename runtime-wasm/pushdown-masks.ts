@@ -550,14 +550,25 @@ function pdaWalk(out: usize, front: usize): u32 {
   let fullEnd: u32 = front == 0 ? n : 0;
   let fi: u32 = 0;
   const nf: u32 = front == 0 ? 0 : load<u32>(front);
+  // Inside a frontier subtree (or everywhere, front = 0) every node's tokens are allowed but those
+  // of the dead subtrees skipped: the ids from `gap` on are set in `out` when a subtree is skipped or
+  // the region (or a recorded subtree) ends, not node by node (as in pdaSummarize).
+  let full = front == 0;
+  let gap: u32 = full ? load<u32>(nodes + NODE, 8) : 0;
   let i: u32 = 1;
   while (i < n) {
-    if (recEnd != 0 && i >= recEnd) recFinish(0, 0);
+    if (recEnd != 0 && i >= recEnd) {
+      gap = markTo(out, gap, trieId(recEnd));
+      recFinish(0, 0);
+    }
     const p = nodes + <usize>i * NODE;
     const w0 = load<u32>(p);
     const sk = load<u32>(p, 4);
-    let mark = true;
     if (i >= fullEnd) {
+      if (full) {
+        gap = markTo(out, gap, trieId(fullEnd));
+        full = false;
+      }
       while (fi < nf && load<u32>(front + 4 + (<usize>fi << 2)) < i) fi++;
       if (fi == nf) break;
       const f = load<u32>(front + 4 + (<usize>fi << 2));
@@ -565,22 +576,22 @@ function pdaWalk(out: usize, front: usize): u32 {
         i = sk;
         continue;
       }
-      if (f == i) fullEnd = sk;
-      else mark = false; // on the way to a frontier node: its tokens are in the summary's base
+      if (f == i) {
+        fullEnd = sk;
+        full = true;
+        gap = load<u32>(p, 8);
+      } // else on the way to a frontier node: its tokens are in the summary's base
     }
     const d = <usize>(w0 >>> 8);
     if (d > 1) {
       const t = walkFast(d, w0 & 0xff);
       if (t == NONE16) {
+        if (full) gap = skipFrom(out, gap, p, sk);
         i = sk;
         continue;
       }
       if (t != FAST_NO) {
         if (maxc == 0) maxc = 1;
-        if (mark) {
-          setRange(out, load<u32>(p, 8), load<u32>(p, 8 + NODE));
-          if (recEnd != 0) recRange(load<u32>(p, 8), load<u32>(p, 8 + NODE));
-        }
         i++;
         continue;
       }
@@ -591,27 +602,49 @@ function pdaWalk(out: usize, front: usize): u32 {
     if (c > maxc) maxc = c;
     if (recEnd != 0 && c > recMax) recMax = c;
     if (!pdaAlive(c, dst)) {
+      if (full) gap = skipFrom(out, gap, p, sk);
       i = sk;
       continue;
     }
-    if (mark && d == 1 && c == 1 && load<u32>(dst) == 1 && <u32>load<u64>(dst, 8) == 0) {
+    if (full && d == 1 && c == 1 && load<u32>(dst) == 1 && <u32>load<u64>(dst, 8) == 0) {
       // A whole root child's subtree from a single (t, empty stack) pair: memoized.
+      gap = markTo(out, gap, load<u32>(p, 8));
       const off = memoVisit(memoKey(MK_EMPTY, <u32>(load<u64>(dst, 8) >>> 32), i), sk, c, 0, false);
       if (off >= 0) {
         const e = memoApply(off, out);
         if (load<u32>(e, 8) > maxc) maxc = load<u32>(e, 8);
+        gap = trieId(sk);
         i = sk;
         continue;
       }
     }
-    if (mark) {
-      setRange(out, load<u32>(p, 8), load<u32>(p, 8 + NODE));
-      if (recEnd != 0) recRange(load<u32>(p, 8), load<u32>(p, 8 + NODE));
-    }
     i++;
   }
+  if (full) gap = markTo(out, gap, trieId(min(fullEnd, n)));
   if (recEnd != 0) recFinish(0, 0);
   return maxc;
+}
+
+/** The first trie id of node `i` (node nNodes: one past the last id). */
+// @ts-ignore: decorator
+@inline function trieId(i: u32): u32 {
+  return load<u32>(nodesPtr + <usize>i * NODE, 8);
+}
+
+/** Set the allowed ids [gap, a) in `out` (and in the subtree being recorded); returns a. */
+function markTo(out: usize, gap: u32, a: u32): u32 {
+  if (a > gap) {
+    setRange(out, gap, a);
+    if (recEnd != 0) recRange(gap, a);
+  }
+  return a;
+}
+
+/** Skip the dead subtree of the node at `p` (ending before node `sk`): mark up to it; returns its end. */
+// @ts-ignore: decorator
+@inline function skipFrom(out: usize, gap: u32, p: usize, sk: u32): u32 {
+  markTo(out, gap, load<u32>(p, 8));
+  return trieId(sk);
 }
 
 /** The mask of the single pair `x` (cached); sets `lastPairMax` to the most pairs one of its closures visited. */
