@@ -270,12 +270,23 @@ describe("repeated parts are entered by a call (JsonSchemaGrammar.called)", () =
     const items = (n: number) => `[${Array.from({ length: n }, (_, i) => `{"a":"x${i}","b":${i}}`).join(",")}]`;
     expectAgreesWithAjv(a.accepts, validator(arr), [items(0), items(1), items(254), items(255), '[{"b":1}]'], []);
     const str = { type: "string", minLength: 2, maxLength: 5000 };
-    // A long string's character is called; a short one's is not (masks inside it stay DFA walks).
-    expect(jsonSchemaToGbnf(JSON.stringify(str), "a.schema.json").called).toContain("lchar");
-    expect(jsonSchemaToGbnf('{"type": "string", "maxLength": 200}', "a.schema.json").called).not.toContain("lchar");
+    // A long string is blocks of 64 characters (a called machine) and a last part under 64; a
+    // short one's characters are expanded in place (masks inside it stay DFA walks).
+    expect(jsonSchemaToGbnf(JSON.stringify(str), "a.schema.json").called).toContain("lblock");
+    expect(jsonSchemaToGbnf('{"type": "string", "maxLength": 200}', "a.schema.json").called).not.toContain("lblock");
     const b = await speccOf(str);
     expect(b.c.byteDfa.nStates).toBeLessThan(6000); // 70,003 with the character expanded in place
     expectAgreesWithAjv(b.accepts, validator(str), [`"${"é".repeat(5000)}"`, `"${"a".repeat(5001)}"`, '"a"', '"\\n\\t"'], []);
+    // Lengths around the blocks' ends and both bounds, with multi-byte characters and escapes.
+    for (const [lo, hi] of [[0, 300], [100, 257], [64, 192], [300, 300], [200, 640]]) {
+      const sch = { type: "string", minLength: lo, maxLength: hi };
+      const c = await speccOf(sch);
+      const texts: string[] = [];
+      for (const n of [0, 1, 63, 64, 65, 127, 128, 129, lo! - 1, lo, hi! - 1, hi, hi! + 1, hi! + 64]) {
+        if (n >= 0) for (const ch of ["a", "é", "\\n", "\\u00e9"]) texts.push(`"${ch.repeat(n)}"`);
+      }
+      expectAgreesWithAjv(c.accepts, validator(sch), texts, []);
+    }
   });
 });
 
