@@ -48,8 +48,9 @@ export interface JsonSchemaGrammar {
    * Rules to enter by a call rather than expand in place (grammar/pda.ts `called`): used in many
    * places or repeated many times, their machines then exist once. Whitespace (a state per
    * character allowed), any value, an unconstrained string (its characters' mask is then walked
-   * once for every string value; each value walks only the tokens that close it), the character
-   * of a string with a length bound past LONG_STRING, and the items of arrays with item bounds.
+   * once for every string value; each value walks only the tokens that close it), the block of a
+   * string with a length bound past LONG_STRING (or its character, without a maximum), and the
+   * items of arrays with item bounds.
    */
   called: string[];
 }
@@ -65,12 +66,12 @@ const ANY_ORDER_MAX = 5;
 /** Longest string or array a bound may ask for (each unit of a bound is a rule of the grammar). */
 export const MAX_BOUND = 10_000;
 /**
- * Past this many characters a length-bounded string's character is entered by a call (`called`):
- * the automaton has a state per position either way, but without the call each holds a copy of
- * the character's machine (maxLength 5000: 70,003 states instead of 5,030). Below it the copies
- * are cheap, and masks inside the string stay plain DFA walks (a call per character makes each
- * position's mask walk the token trie through the stack: TBM p99 26 ms instead of 6 ms on the
- * MaskBench sample).
+ * Past this many characters a length-bounded string is blocks of BLOCK characters (blockString),
+ * or, without a maximum, a character entered by a call per position. Expanded in place, each
+ * position holds a copy of the character's machine (maxLength 5000: 70,003 states). Below it the
+ * copies are cheap, and masks inside the string stay plain DFA walks (a call per character makes
+ * each position's mask walk the token trie through the stack: TBM p99 26 ms instead of 6 ms on
+ * the MaskBench sample).
  */
 const LONG_STRING = 256;
 /** Characters of a block of a long bounded string (blockString); tokens longer than this are rare. */
