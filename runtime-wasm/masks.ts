@@ -14,7 +14,7 @@ import {
 } from "./layout";
 import { transBase } from "./tables";
 import {
-  NODE, allocZero, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr, trieMask,
+  NODE, allocZero, clearRange, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr, trieMask,
   setBit, setRange, stackPtr, stateMaskPtr, tagPtr, trieIdsPtr, vocabPhase, walkTrans,
 } from "./vocab";
 import { cfInternal, pdaCacheCheck, pdaMode } from "./pushdown";
@@ -218,15 +218,7 @@ function walk(s: u32, out: usize): void {
   for (let x = rej; x < r; x += 8) rejected += load<u32>(x, 4) - load<u32>(x);
   if (!walkFlushed && rejected < nTrie - rejected) {
     memory.copy(out, textMaskPtr, maskBytes);
-    const ids = trieIdsPtr;
-    for (let x = rej; x < r; x += 8) {
-      const b = load<u32>(x, 4);
-      for (let a = load<u32>(x); a < b; a++) {
-        const id = load<u32>(ids + (<usize>a << 2));
-        const w = out + (<usize>(id >>> 5) << 2);
-        store<u32>(w, load<u32>(w) & ~(<u32>1 << (id & 31)));
-      }
-    }
+    for (let x = rej; x < r; x += 8) clearRange(out, load<u32>(x), load<u32>(x, 4));
   } else {
     flushRejected(r);
     setRange(out, walkGapFrom, nTrie);

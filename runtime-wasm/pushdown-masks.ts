@@ -6,16 +6,16 @@
  * in the same distinct-mask store as the DFA masks (vocab.ts); the scheme is described below.
  */
 
-import { H_NCLASSES, H_NSPEC, H_NSTATES, NONE16, hdr } from "./layout";
+import { H_NCLASSES, H_NSTATES, NONE16, hdr } from "./layout";
 import { transBase } from "./tables";
 import {
   NODE, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
-  maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, setBit, setMaskStore, setRange, trieIdsPtr, trieMask,
+  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, setBit, setMaskStore, setRange, trieMask,
 } from "./vocab";
 import { hashPair, pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
 import {
   PDA_MAX_PAIRS, PDA_MAX_STACK, SET_BYTES, SF_ESCAPE, SK_READS, SYM_BASE, cfCount, cfLoad, cfRec,
-  needOf, needSeen, pairPool, pdaAlive, pdaStep, pnDepth, setNeedSeen, stKind,
+  needOf, needSeen, pairPool, pdaAlive, pdaStep, pnDepth, readsOn, setNeedSeen, stKind,
 } from "./pushdown";
 
 // Masks. A configuration's mask is the union of its pairs' masks (a byte step distributes over the
@@ -70,7 +70,7 @@ let lastPairMax: u32 = 0;
   const q = <u32>(x >>> 32);
   const t = <u32>load<u16>(transBase + ((<usize>(q * hdr(H_NCLASSES) + cls)) << 1));
   if (t == NONE16) return t;
-  if (<u32>load<u8>(stKind + <usize>t) == SK_READS && needOf(t) <= needOf(q)) {
+  if (readsOn(q, t)) {
     store<u64>(walkOne + (d << 3), (<u64>t << 32) | (x & 0xffffffff));
     return t;
   }
@@ -365,11 +365,10 @@ function frontReserve(n: u32): void {
 function finishSummaryRec(nf: u32): void {
   const need = needSeen;
   recNRanges = 0;
-  let j = recRej0;
   if (recRej0 > 0 && load<u32>(rejBuf + (<usize>(recRej0 - 1) << 3), 4) != recRejEnd0) {
     recRange(recRejEnd0, load<u32>(rejBuf + (<usize>(recRej0 - 1) << 3), 4));
   }
-  for (; j < rejN && recEnd != 0; j++) recRange(load<u32>(rejBuf + (<usize>j << 3)), load<u32>(rejBuf + (<usize>j << 3), 4));
+  for (let j = recRej0; j < rejN && recEnd != 0; j++) recRange(load<u32>(rejBuf + (<usize>j << 3)), load<u32>(rejBuf + (<usize>j << 3), 4));
   if (recEnd != 0) recFinish(nf, need);
   setNeedSeen(max(recNeed0, need));
 }
@@ -502,11 +501,17 @@ function rejAdd(a: u32, b: u32): void {
   rejN++;
 }
 
+/** The first trie id of node `i` (node nNodes: one past the last id). */
+// @ts-ignore: decorator
+@inline function trieId(i: u32): u32 {
+  return load<u32>(nodesPtr + <usize>i * NODE, 8);
+}
+
 /** Reject the subtree of the node at `p` (its own tokens included); returns the node after it. */
 // @ts-ignore: decorator
 @inline function rejSubtree(p: usize): u32 {
   const sk = load<u32>(p, 4);
-  rejAdd(load<u32>(p, 8), load<u32>(nodesPtr + <usize>sk * NODE, 8));
+  rejAdd(load<u32>(p, 8), trieId(sk));
   return sk;
 }
 
@@ -514,17 +519,9 @@ function rejAdd(a: u32, b: u32): void {
 function maskFromRejected(out: usize): void {
   let rejected: u32 = 0;
   for (let j: u32 = 0; j < rejN; j++) rejected += load<u32>(rejBuf + (<usize>j << 3), 4) - load<u32>(rejBuf + (<usize>j << 3));
-  const ids = trieIdsPtr;
   if (rejected < nTrie - rejected) {
     memory.copy(out, trieMask(), maskBytes);
-    for (let j: u32 = 0; j < rejN; j++) {
-      const b = load<u32>(rejBuf + (<usize>j << 3), 4);
-      for (let a = load<u32>(rejBuf + (<usize>j << 3)); a < b; a++) {
-        const id = load<u32>(ids + (<usize>a << 2));
-        const w = out + (<usize>(id >>> 5) << 2);
-        store<u32>(w, load<u32>(w) & ~(<u32>1 << (id & 31)));
-      }
-    }
+    for (let j: u32 = 0; j < rejN; j++) clearRange(out, load<u32>(rejBuf + (<usize>j << 3)), load<u32>(rejBuf + (<usize>j << 3), 4));
   } else {
     memory.fill(out, 0, maskBytes);
     let a: u32 = 0;
@@ -591,8 +588,7 @@ function pdaWalk(out: usize, front: usize): u32 {
         continue;
       }
       if (t != FAST_NO) {
-        if (maxc == 0) maxc = 1;
-        i++;
+        i++; // maxc is ≥ 1 already: the node's parent was stepped
         continue;
       }
     }
@@ -623,12 +619,6 @@ function pdaWalk(out: usize, front: usize): u32 {
   if (full) gap = markTo(out, gap, trieId(min(fullEnd, n)));
   if (recEnd != 0) recFinish(0, 0);
   return maxc;
-}
-
-/** The first trie id of node `i` (node nNodes: one past the last id). */
-// @ts-ignore: decorator
-@inline function trieId(i: u32): u32 {
-  return load<u32>(nodesPtr + <usize>i * NODE, 8);
 }
 
 /** Set the allowed ids [gap, a) in `out` (and in the subtree being recorded); returns a. */

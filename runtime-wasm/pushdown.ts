@@ -472,6 +472,16 @@ function pdaCompact(root: u32): u32 {
 }
 
 /**
+ * Whether a pair of state q that reads into state t stays one pair: t only reads bytes (no call,
+ * no end) and needs no more frames than q (which passed the stack-limit check). pdaStep's one-pair
+ * case, and the mask walks' (pushdown-masks.ts `walkFast`).
+ */
+// @ts-ignore: decorator
+@inline export function readsOn(q: u32, t: u32): bool {
+  return <u32>load<u8>(stKind + <usize>t) == SK_READS && needOf(t) <= needOf(q);
+}
+
+/**
  * Mark pair `x` visited; a new one is counted and, within the limit, put on the work list. A pair
  * whose stack cannot finish within PDA_MAX_STACK frames (depth + need > the limit) does not exist.
  */
@@ -514,7 +524,7 @@ export function pdaStep(src: usize, cls: u32, dst: usize): u32 {
     const q = <u32>(p >>> 32);
     const t = <u32>load<u16>(trans + ((<usize>(q * nc + cls)) << 1));
     if (t == NONE16) return 0;
-    if (<u32>load<u8>(kinds + <usize>t) == SK_READS && needOf(t) <= needOf(q)) {
+    if (readsOn(q, t)) {
       store<u32>(dst, 1);
       store<u32>(dst, 0, 4);
       store<u64>(dst, (<u64>t << 32) | (p & 0xffffffff), 8);

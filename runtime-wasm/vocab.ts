@@ -441,6 +441,17 @@ export function trieMask(): usize {
   for (; a < b; a++) setBit(out, load<u32>(ids + (<usize>a << 2)));
 }
 
+/** Clear the bits of trie entries [a, b). */
+// @ts-ignore: decorator
+@inline export function clearRange(out: usize, a: u32, b: u32): void {
+  const ids = trieIdsPtr;
+  for (; a < b; a++) {
+    const id = load<u32>(ids + (<usize>a << 2));
+    const w = out + (<usize>(id >>> 5) << 2);
+    store<u32>(w, load<u32>(w) & ~(<u32>1 << (id & 31)));
+  }
+}
+
 // ---- Distinct-mask store (sized by vocab_ready; filled by `intern`) ----
 
 /**
