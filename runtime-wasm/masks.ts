@@ -14,8 +14,8 @@ import {
 } from "./layout";
 import { transBase } from "./tables";
 import {
-  NODE, allocZero, clearRange, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr, trieMask,
-  setBit, setRange, stackPtr, stateMaskPtr, tagPtr, trieIdsPtr, vocabPhase, walkTrans,
+  NODE, allocZero, clearRange, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr, plainClasses,
+  plainNode, trieMask, setBit, setRange, stackPtr, stateMaskPtr, tagPtr, trieIdsPtr, vocabPhase, walkTrans,
 } from "./vocab";
 import { cfInternal, pdaCacheCheck, pdaMode } from "./pushdown";
 import { pdaMaskOf, pdaPrecompute } from "./pushdown-masks";
@@ -72,6 +72,29 @@ let walkOut: usize = 0;
 let walkGapFrom: u32 = 0;
 let walkFlushed: bool = false;
 let walkFlushes: u32 = 0;
+/** Per state: 0 not known yet, 1 every plain class (vocab.ts) keeps it in itself (its plain subtrees are allowed whole), 2 not. */
+let loopPtr: usize = 0;
+
+// @ts-ignore: decorator
+@inline function loopsPlain(t: u32): bool {
+  const v = <u32>load<u8>(loopPtr + <usize>t);
+  return v == 1 || (v == 0 && plainLoopOf(t));
+}
+
+function plainLoopOf(t: u32): bool {
+  const plain = plainClasses();
+  const nc = hdr(H_NCLASSES);
+  const row = walkTrans + (<usize>(t * nc) << 1);
+  let v: u32 = 1;
+  for (let c: u32 = 0; c < nc; c++) {
+    if (load<u8>(plain + <usize>c) != 0 && <u32>load<u16>(row + (<usize>c << 1)) != t) {
+      v = 2;
+      break;
+    }
+  }
+  store<u8>(loopPtr + <usize>t, <u8>v);
+  return v == 1;
+}
 
 function walkInit(): void {
   rejPtr = heap.alloc((REJ_RANGES + 1) << 3) + 8;
@@ -82,6 +105,7 @@ function walkInit(): void {
   memoPtr = allocZero(ns << 6);
   headPtr = allocZero(ns << 2);
   poolPtr = heap.alloc(<usize>POOL_WORDS << 2);
+  loopPtr = allocZero(ns);
 }
 
 /**
@@ -175,6 +199,8 @@ function walk(s: u32, out: usize): void {
     const t = <u32>load<u16>(row0 + (<usize>(load<u32>(q) & 0xff) << 1));
     if (t == NONE16) {
       r = rejectRange(r, load<u32>(q, 8), load<u32>(nodes + <usize>sk * NODE, 8));
+    } else if (t == s && loopsPlain(t) && plainNode(c)) {
+      // all allowed
     } else {
       const bits = memoPtr + (<usize>t << 6) + (<usize>((k & 255) >>> 5) << 2);
       const bit: u32 = k < 256 ? 1 << (k & 31) : 0; // no memo past 256 children (only odd tries)
@@ -204,7 +230,12 @@ function walk(s: u32, out: usize): void {
             p = nx;
             continue;
           }
-          store<u32>(stack + (d << 2), <u32>trans + t2 * rowBytes);
+          const nrow = <u32>trans + t2 * rowBytes;
+          if (nrow == row && loopsPlain(t2) && plainNode(<u32>((p - nodes) / NODE))) {
+            p = nodes + <usize>load<u32>(p, 4) * NODE; // all allowed
+            continue;
+          }
+          store<u32>(stack + (d << 2), nrow);
           p += NODE;
         }
         if (k < 256 && walkFlushes == f0) memoize(t, k, r0, end0, r);

@@ -10,7 +10,8 @@ import { H_NCLASSES, H_NSTATES, NONE16, hdr } from "./layout";
 import { transBase } from "./tables";
 import {
   NODE, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
-  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, setBit, setMaskStore, setRange, trieMask,
+  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, plainClasses, plainNode, setBit, setMaskStore,
+  setRange, trieMask,
 } from "./vocab";
 import { hashPair, pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
 import {
@@ -61,15 +62,18 @@ let lastPairMax: u32 = 0;
  * (q, n) and byte class `cls` takes q to a state t that only reads bytes and needs no more frames
  * than q. Then the set at depth d is the pair (t, n) (what pdaStep's own one-pair case gives),
  * noted in `walkOne` without writing a set. Returns t, NONE16 when q has no transition on `cls`,
- * or FAST_NO (after writing the one pair into the set at d - 1): the caller calls pdaStep.
+ * FAST_SKIP when node i is plain and q keeps itself on every plain class (vocab.ts: every token of
+ * the subtree of i is allowed and ends in (q, n); the caller skips it), or FAST_NO (after writing
+ * the one pair into the set at d - 1): the caller calls pdaStep.
  */
 // @ts-ignore: decorator
-@inline function walkFast(d: usize, cls: u32): u32 {
+@inline function walkFast(i: u32, d: usize, cls: u32): u32 {
   const x = load<u64>(walkOne + ((d - 1) << 3));
   if (x == NO_PAIR) return FAST_NO;
   const q = <u32>(x >>> 32);
   const t = <u32>load<u16>(transBase + ((<usize>(q * hdr(H_NCLASSES) + cls)) << 1));
   if (t == NONE16) return t;
+  if (t == q && loopsPlain(q) && plainNode(i)) return FAST_SKIP; // loopsPlain builds the node bits
   if (readsOn(q, t)) {
     store<u64>(walkOne + (d << 3), (<u64>t << 32) | (x & 0xffffffff));
     return t;
@@ -83,6 +87,36 @@ let lastPairMax: u32 = 0;
 
 // @ts-ignore: decorator
 @inline const FAST_NO: u32 = 0xffffffff;
+// @ts-ignore: decorator
+@inline const FAST_SKIP: u32 = 0xfffffffe;
+
+/** Per state: 0 not known yet, 1 every plain class (vocab.ts) keeps it in itself, reading only; 2 not. */
+let plainLoopPtr: usize = 0;
+
+/** Whether a pair of state q at a plain node stays (q, n) on every token of the node's subtree. */
+// @ts-ignore: decorator
+@inline function loopsPlain(q: u32): bool {
+  const v = <u32>load<u8>(plainLoopPtr + <usize>q);
+  return v == 1 || (v == 0 && plainLoopOf(q));
+}
+
+function plainLoopOf(q: u32): bool {
+  let v: u32 = 2;
+  if (<u32>load<u8>(stKind + <usize>q) == SK_READS) {
+    const plain = plainClasses();
+    const nc = hdr(H_NCLASSES);
+    const row = transBase + (<usize>(q * nc) << 1);
+    v = 1;
+    for (let c: u32 = 0; c < nc; c++) {
+      if (load<u8>(plain + <usize>c) != 0 && <u32>load<u16>(row + (<usize>c << 1)) != q) {
+        v = 2;
+        break;
+      }
+    }
+  }
+  store<u8>(plainLoopPtr + <usize>q, <u8>v);
+  return v == 1;
+}
 
 /** After pdaStep into the set at depth d (c pairs visited): note whether it is one pair. */
 // @ts-ignore: decorator
@@ -99,6 +133,7 @@ function pdaVocabInit(): void {
   symBasePtr = allocZero(ns << 2);
   symFrontPtr = allocZero(ns << 2);
   symStatsPtr = allocZero(ns << 3);
+  plainLoopPtr = allocZero(ns);
   frontCap = 256;
   frontScratch = heap.alloc(<usize>frontCap << 2);
   pairScratch = heap.alloc(maskBytes);
@@ -401,9 +436,13 @@ function pdaSummarize(q: u32): void {
     const w0 = load<u32>(p);
     const d = <usize>(w0 >>> 8);
     if (d > 1) {
-      const t = walkFast(d, w0 & 0xff);
+      const t = walkFast(i, d, w0 & 0xff);
       if (t == NONE16) {
         i = rejSubtree(p);
+        continue;
+      }
+      if (t == FAST_SKIP) {
+        i = load<u32>(p, 4);
         continue;
       }
       if (t != FAST_NO) {
@@ -581,9 +620,14 @@ function pdaWalk(out: usize, front: usize): u32 {
     }
     const d = <usize>(w0 >>> 8);
     if (d > 1) {
-      const t = walkFast(d, w0 & 0xff);
+      const t = walkFast(i, d, w0 & 0xff);
       if (t == NONE16) {
         if (full) gap = skipFrom(out, gap, p, sk);
+        i = sk;
+        continue;
+      }
+      if (t == FAST_SKIP) {
+        // Allowed (no frontier node lies inside: the summary's walk stayed in the same state there).
         i = sk;
         continue;
       }

@@ -434,6 +434,43 @@ export function trieMask(): usize {
   return trieMaskPtr;
 }
 
+// ---- Plain subtrees ----
+
+/**
+ * Plain text: the byte classes of the printable ASCII bytes but the quote and the backslash (u8 per class,
+ * 1 = plain), and a bit per trie node set when its subtree (the node included) has plain classes
+ * only. A walk that reaches such a node in a state that every plain class keeps in itself (the
+ * inside of a JSON string, free text) allows the whole subtree without stepping it: 77% of
+ * Llama 3's 274,520 nodes lie in 15,384 plain subtrees. Built on first use.
+ */
+let plainClassPtr: usize = 0;
+let plainBitsPtr: usize = 0;
+
+/** The u8-per-class table of plain classes (builds the node bits too). */
+export function plainClasses(): usize {
+  if (plainClassPtr != 0) return plainClassPtr;
+  const classmap = region(H_CLASSMAP);
+  plainClassPtr = allocZero(<usize>hdr(H_NCLASSES) + 1);
+  for (let b: u32 = 0x20; b < 0x7f; b++) {
+    if (b != 0x22 && b != 0x5c) store<u8>(plainClassPtr + <usize>load<u8>(classmap + b), 1);
+  }
+  // Backwards: `bad` is the first node at or after i whose class is not plain.
+  plainBitsPtr = allocZero(((<usize>nNodes + 31) >>> 5) << 2);
+  let bad = nNodes;
+  for (let i = nNodes - 1; i >= 1; i--) {
+    const p = nodesPtr + <usize>i * NODE;
+    if (load<u8>(plainClassPtr + <usize>(load<u32>(p) & 0xff)) == 0) bad = i;
+    if (bad >= load<u32>(p, 4)) setBit(plainBitsPtr, i);
+  }
+  return plainClassPtr;
+}
+
+/** Whether node i's subtree is plain (`plainClasses` called before). */
+// @ts-ignore: decorator
+@inline export function plainNode(i: u32): bool {
+  return (load<u32>(plainBitsPtr + (<usize>(i >>> 5) << 2)) & (<u32>1 << (i & 31))) != 0;
+}
+
 /** Set the bits of trie entries [a, b) (their token ids, `trieIdsPtr`). */
 // @ts-ignore: decorator
 @inline export function setRange(out: usize, a: u32, b: u32): void {
