@@ -14,7 +14,7 @@ import {
 } from "./layout";
 import { transBase } from "./tables";
 import {
-  NODE, allocZero, clearRange, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr, plainClasses,
+  NODE, allocZero, clearRange, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr, plainClassPtr,
   plainNode, trieMask, setBit, setRange, stackPtr, stateMaskPtr, tagPtr, trieIdsPtr, vocabPhase, walkTrans,
 } from "./vocab";
 import { cfInternal, pdaCacheCheck, pdaMode } from "./pushdown";
@@ -82,7 +82,7 @@ let loopPtr: usize = 0;
 }
 
 function plainLoopOf(t: u32): bool {
-  const plain = plainClasses();
+  const plain = plainClassPtr;
   const nc = hdr(H_NCLASSES);
   const row = walkTrans + (<usize>(t * nc) << 1);
   let v: u32 = 1;

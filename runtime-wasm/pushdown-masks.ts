@@ -10,7 +10,7 @@ import { H_NCLASSES, H_NSTATES, NONE16, hdr } from "./layout";
 import { transBase } from "./tables";
 import {
   NODE, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
-  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, plainClasses, plainNode, setBit, setMaskStore,
+  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, plainClassPtr, plainNode, setBit, setMaskStore,
   setRange, trieMask,
 } from "./vocab";
 import { hashPair, pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
@@ -73,7 +73,7 @@ let lastPairMax: u32 = 0;
   const q = <u32>(x >>> 32);
   const t = <u32>load<u16>(transBase + ((<usize>(q * hdr(H_NCLASSES) + cls)) << 1));
   if (t == NONE16) return t;
-  if (t == q && loopsPlain(q) && plainNode(i)) return FAST_SKIP; // loopsPlain builds the node bits
+  if (t == q && loopsPlain(q) && plainNode(i)) return FAST_SKIP;
   if (readsOn(q, t)) {
     store<u64>(walkOne + (d << 3), (<u64>t << 32) | (x & 0xffffffff));
     return t;
@@ -103,7 +103,7 @@ let plainLoopPtr: usize = 0;
 function plainLoopOf(q: u32): bool {
   let v: u32 = 2;
   if (<u32>load<u8>(stKind + <usize>q) == SK_READS) {
-    const plain = plainClasses();
+    const plain = plainClassPtr;
     const nc = hdr(H_NCLASSES);
     const row = transBase + (<usize>(q * nc) << 1);
     v = 1;

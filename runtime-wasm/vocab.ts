@@ -345,16 +345,23 @@ function ready(trusted: bool): i32 {
       const t = checkTrie();
       if (t != 0) return t;
     }
-    // Ready: bytes become classes (the build writes classes).
+    // Ready: bytes become classes (the build writes classes); the plain bits on the way.
     const classmap = region(H_CLASSMAP);
-    for (let i: u32 = 1; i < nNodes; i++) {
+    const plain = plainClassTable();
+    plainBitsPtr = allocZero(((<usize>nNodes + 31) >>> 5) << 2);
+    let bad = nNodes;
+    for (let i = nNodes - 1; i >= 1; i--) {
       const p = nodesPtr + <usize>i * NODE;
       const w0 = load<u32>(p);
-      store<u32>(p, (w0 & 0xffffff00) | <u32>load<u8>(classmap + (w0 & 0xff)));
+      const c = <u32>load<u8>(classmap + (w0 & 0xff));
+      store<u32>(p, (w0 & 0xffffff00) | c);
+      if (load<u8>(plain + <usize>c) == 0) bad = i;
+      if (bad >= load<u32>(p, 4)) setBit(plainBitsPtr, i);
     }
   } else {
     const t = buildTrie(md);
     if (t != 0) return t;
+    plainBits();
   }
   // Bookkeeping for the mask cache.
   eosPtr = allocZero(<usize>nEos << 2);
@@ -437,35 +444,37 @@ export function trieMask(): usize {
 // ---- Plain subtrees ----
 
 /**
- * Plain text: the byte classes of the printable ASCII bytes but the quote and the backslash (u8 per class,
- * 1 = plain), and a bit per trie node set when its subtree (the node included) has plain classes
- * only. A walk that reaches such a node in a state that every plain class keeps in itself (the
- * inside of a JSON string, free text) allows the whole subtree without stepping it: 77% of
- * Llama 3's 274,520 nodes lie in 15,384 plain subtrees. Built on first use.
+ * Plain text: the byte classes of the printable ASCII bytes but the quote and the backslash (u8 per
+ * class, 1 = plain), and a bit per trie node set when its subtree (the node included) has plain
+ * classes only (built by `vocab_ready`). A walk that reaches such a node in a state that every
+ * plain class keeps in itself (the inside of a JSON string, free text) allows the whole subtree
+ * without stepping it: 77% of Llama 3's 274,520 nodes lie in 15,384 plain subtrees.
  */
-let plainClassPtr: usize = 0;
+export let plainClassPtr: usize = 0;
 let plainBitsPtr: usize = 0;
 
-/** The u8-per-class table of plain classes (builds the node bits too). */
-export function plainClasses(): usize {
-  if (plainClassPtr != 0) return plainClassPtr;
+function plainClassTable(): usize {
   const classmap = region(H_CLASSMAP);
   plainClassPtr = allocZero(<usize>hdr(H_NCLASSES) + 1);
   for (let b: u32 = 0x20; b < 0x7f; b++) {
     if (b != 0x22 && b != 0x5c) store<u8>(plainClassPtr + <usize>load<u8>(classmap + b), 1);
   }
-  // Backwards: `bad` is the first node at or after i whose class is not plain.
+  return plainClassPtr;
+}
+
+/** The node bits of a trie built here (its nodes hold classes): backwards, `bad` is the first node at or after i that is not plain. */
+function plainBits(): void {
+  const plain = plainClassTable();
   plainBitsPtr = allocZero(((<usize>nNodes + 31) >>> 5) << 2);
   let bad = nNodes;
   for (let i = nNodes - 1; i >= 1; i--) {
     const p = nodesPtr + <usize>i * NODE;
-    if (load<u8>(plainClassPtr + <usize>(load<u32>(p) & 0xff)) == 0) bad = i;
+    if (load<u8>(plain + <usize>(load<u32>(p) & 0xff)) == 0) bad = i;
     if (bad >= load<u32>(p, 4)) setBit(plainBitsPtr, i);
   }
-  return plainClassPtr;
 }
 
-/** Whether node i's subtree is plain (`plainClasses` called before). */
+/** Whether node i's subtree is plain. */
 // @ts-ignore: decorator
 @inline export function plainNode(i: u32): bool {
   return (load<u32>(plainBitsPtr + (<usize>(i >>> 5) << 2)) & (<u32>1 << (i & 31))) != 0;

@@ -108,7 +108,8 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       const next = net.next[pos]!;
       const rule = net.arg[pos]!;
       if (net.cut[pos]) {
-        // A recursion cut is never a tail call (callGraph), so `next` is a real position.
+        // A recursion cut is never a tail call (callGraph); a call of a `called` rule may be one:
+        // its return item is then an end (of this machine, or of a local frame below it).
         let rets = calls.get(rule);
         if (!rets) calls.set(rule, (rets = []));
         rets.push(st * P + next);

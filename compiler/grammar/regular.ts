@@ -158,18 +158,34 @@ export interface CallSite {
 
 /**
  * The call sites of every rule, in grammar order, with the recursion cuts chosen (file overview).
- * Non-tail calls of the rules in `called` are cut too: the pushdown compilation then enters them
- * by a call, so their machine exists once instead of once per place they are used.
+ * Calls of the rules in `called` are cut too: the pushdown compilation then enters them by a call,
+ * so their machine exists once instead of once per place they are used. That includes tail calls
+ * (the return state only ends its machine: one frame more, popped at once), except where the
+ * called rule can reach the caller again, whose tail recursion stays a loop.
  */
 export function callGraph(cfg: Cfg, called: ReadonlySet<number> = new Set()): { sites: CallSite[]; out: number[][] } {
   const R = cfg.rules.length;
   const sites: CallSite[] = [];
   const out: number[][] = cfg.rules.map(() => []);
+  const reach = new Map<number, Set<number>>(); // rules a called rule reaches (itself included when it recurs)
+  const reaches = (from: number, to: number): boolean => {
+    let seen = reach.get(from);
+    if (!seen) {
+      reach.set(from, (seen = new Set()));
+      const work = [from];
+      while (work.length) {
+        for (const alt of cfg.rules[work.pop()!]!.alts) {
+          for (const s of alt) if (s.kind === "rule" && !seen.has(s.rule)) { seen.add(s.rule); work.push(s.rule); }
+        }
+      }
+    }
+    return seen.has(to);
+  };
   cfg.rules.forEach((r, from) => r.alts.forEach((alt, a) => alt.forEach((s, d) => {
     if (s.kind !== "rule") return;
     out[from]!.push(sites.length);
     const tail = d === alt.length - 1;
-    sites.push({ from, to: s.rule, alt: a, dot: d, tail, cut: !tail && called.has(s.rule) });
+    sites.push({ from, to: s.rule, alt: a, dot: d, tail, cut: called.has(s.rule) && (!tail || !reaches(s.rule, from)) });
   })));
   // Depth-first search from the start rule (then any rule not reached, for completeness).
   const disc = new Int32Array(R).fill(-1);

@@ -94,6 +94,33 @@ describe("pushdown automata agree with the Earley recognizer", () => {
     agree(cfg, runner, enc.encode(`[1,${" ".repeat(12)}2]`), "called, longest run");
   });
 
+  it("a called rule in tail position is entered by a call too (one machine), unless it reaches its caller", () => {
+    // `str` ends `a` and `b` (a JSON Schema's last property value); `list` is right-recursive.
+    const cfg = inline([
+      'root ::= "{" a "," b "}" list',
+      'a ::= "a:" str',
+      'b ::= "b:" str',
+      'str ::= "\\"" [a-z]{0,40} "\\""',
+      'list ::= "x" list | ""',
+    ].join("\n"));
+    const pda = grammarToPda(cfg, { called: ["str", "list"] }).pda;
+    const runner = new PdaRunner(pda);
+    // One machine for both strings: the same top state inside either value.
+    const top = (text: string): number[] => {
+      let c = runner.start();
+      for (const b of enc.encode(text)) c = runner.step(c, b)!;
+      return [...new Set(c.states)].sort((x, y) => x - y);
+    };
+    expect(top('{a:"xy')).toEqual(top('{a:"x",b:"xy'));
+    // Inlined, each string had its own 40-odd states.
+    expect(pda.nStates + 30).toBeLessThan(grammarToPda(cfg, { called: [] }).pda.nStates);
+    // The right recursion stays a loop: 10,000 x's need no frames.
+    expect(runner.accepts(enc.encode(`{a:"",b:"abc"}${"x".repeat(10000)}`))).toBe(true);
+    for (const s of ['{a:"",b:""}', '{a:"q",b:"' + "z".repeat(40) + '"}x', '{a:"q",b:"' + "z".repeat(41) + '"}', '{a:"",b:"}', '{a:"Q",b:""}']) {
+      agree(cfg, runner, enc.encode(s), "tail call");
+    }
+  });
+
   it("nesting far beyond any DFA bound: 300 levels of JSON and of parentheses", () => {
     const json = new PdaRunner(grammarToPda(grammar("json.gbnf")).pda);
     const deep = `{"a": ${"[".repeat(300)}{"b": "]}"}${"]".repeat(300)}}`;
