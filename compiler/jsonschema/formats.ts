@@ -2,7 +2,7 @@
  * @fileoverview `format` as grammar: the strings (between the quotes) each supported format
  * accepts, each a subset of what ajv-formats accepts ("never looser"): upper-case `T` and `Z`,
  * no `urn:uuid:` prefix, real calendar dates (Feb 29 only in leap years), at most three labels in a
- * hostname (so the 253-character limit always holds), a URI's authority a host name. null: not
+ * hostname (so the 253-character limit always holds), no IP-literal host in a URI. null: not
  * supported.
  */
 const LABEL = "[a-zA-Z0-9] ( [a-zA-Z0-9-]{0,61} [a-zA-Z0-9] )?";
@@ -15,8 +15,9 @@ const DATE =
   ' | "02" "-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) )' +
   ` | ${LEAP_YEAR} "-02-29" )`;
 const TIME = `( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]+ )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )`;
+const PCT = `"%" ${HEX} ${HEX}`;
 /** A path character of RFC 3986 (unreserved, sub-delims, ':' and '@') or a %-escape. */
-const PCHAR = `( [a-zA-Z0-9._~!$&'()*+,;=:@-] | "%" ${HEX} ${HEX} )`;
+const PCHAR = `( [a-zA-Z0-9._~!$&'()*+,;=:@-] | ${PCT} )`;
 const OCTET = '( "25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9]? [0-9] )';
 
 const FORMATS: Record<string, string> = {
@@ -28,10 +29,12 @@ const FORMATS: Record<string, string> = {
   ipv6: `${HEX}{1,4} ( ":" ${HEX}{1,4} ){7}`,
   email: `[a-zA-Z0-9_+-]+ ( "." [a-zA-Z0-9_+-]+ )* "@" ${LABEL} ( "." ${LABEL} ){1,2}`,
   hostname: `${LABEL} ( "." ${LABEL} ){0,2}`,
-  // scheme://host[:port] path [?query] [#fragment] (RFC 3986 with a host name for authority): the
-  // host has any number of labels (a URI's reg-name has no length limit), path, query and fragment
-  // take RFC 3986's characters and %-escapes.
-  uri: `[a-zA-Z] [a-zA-Z0-9+.-]* "://" ${LABEL} ( "." ${LABEL} )* ( ":" [0-9]{1,5} )? ( "/" ${PCHAR}* )*` +
+  // RFC 3986 (what ajv-formats' full `uri` checks): scheme ":" then an authority ("//" [userinfo
+  // "@"] host [":" port], the host a reg-name or an IPv4 address) and a path, an absolute path, or
+  // a rootless one; then [?query] [#fragment]. Not taken: an IP-literal host ("[::1]").
+  uri: `[a-zA-Z] [a-zA-Z0-9+.-]* ":" ( "//" ( ( [a-zA-Z0-9._~!$&'()*+,;=:-] | ${PCT} )* "@" )?` +
+    ` ( [a-zA-Z0-9._~!$&'()*+,;=-] | ${PCT} )* ( ":" [0-9]* )? ( "/" ${PCHAR}* )*` +
+    ` | "/" ( ${PCHAR}+ ( "/" ${PCHAR}* )* )? | ${PCHAR}+ ( "/" ${PCHAR}* )* )` +
     ` ( "?" ( ${PCHAR} | [/?] )* )? ( "#" ( ${PCHAR} | [/?] )* )?`,
 };
 

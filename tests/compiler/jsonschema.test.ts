@@ -173,6 +173,8 @@ describe("instance verdicts agree with ajv", () => {
     { schema: { type: "string", format: "date" }, texts: ['"2024-02-29"', '"2023-02-29"', '"1900-02-29"', '"2000-02-29"', '"2024-13-01"', '"2024-04-31"'] },
     // A URI's query, fragment and %-escapes (a MaskBench instance's "$schema": "…/schema#" was refused).
     { schema: { type: "string", format: "uri" }, texts: ['"http://json-schema.org/draft-04/schema#"', '"https://a.b.c.example.org:8080/x/y?q=1&r=a/b?#top"', '"http://a.b/%20c"', '"http://a.b/c d"', '"http://a.b/%zz"', '"http://a.b/c#d#e"', '"no-scheme"'] },
+    // Without an authority, an empty one, a user: MaskBench's "ecdsa-koblitz-pubkey:…" and "file:///C:/…" were refused.
+    { schema: { type: "string", format: "uri" }, texts: ['"ecdsa-koblitz-pubkey:14RZvYazz9H2DC2skBfpPVxax54g4yabxe"', '"file:///C:/Users/x/T"', '"urn:isbn:0451450523"', '"mailto:a@b.example"', '"x:/"', '"x://@"', '"http://u:p@h.x:/p"', '"a:/b//c"', '"a:b#f?/"', '"a:"', '"http:"', '"1a:b"', '"a:b c"', '"A+B-.C:%41%zz"', '"a:?q"'] },
     { schema: { type: "string", format: "ipv4" }, texts: ['"1.2.3.4"', '"255.255.255.255"', '"256.1.1.1"', '"01.2.3.4"'] },
     { schema: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "array", prefixItems: [{ type: "integer" }, { type: "string" }], items: false, minItems: 1 }, texts: ["[]", "[1]", '[1,"a"]', '[1,"a",2]', '["a"]'] },
     { schema: { type: "array", items: { type: "boolean" }, minItems: 2, maxItems: 3 }, texts: ["[true]", "[true,false]", "[true,false,true]", "[true,true,true,true]"] },
