@@ -6,12 +6,12 @@
  * in the same distinct-mask store as the DFA masks (vocab.ts); the scheme is described below.
  */
 
-import { H_NCLASSES, H_NSTATES, NONE16, hdr } from "./layout";
+import { H_CLASSMAP, H_NCLASSES, H_NSTATES, NONE16, hdr, region } from "./layout";
 import { transBase } from "./tables";
 import {
   NODE, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
   clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, plainClassPtr, plainNode, setBit, setMaskStore,
-  setRange, trieMask,
+  setRange, textNext, textNode, trieMask, U8_STATES,
 } from "./vocab";
 import { hashPair, pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
 import {
@@ -62,15 +62,17 @@ let lastPairMax: u32 = 0;
  * (q, n) and byte class `cls` takes q to a state t that only reads bytes and needs no more frames
  * than q. Then the set at depth d is the pair (t, n) (what pdaStep's own one-pair case gives),
  * noted in `walkOne` without writing a set. Returns t, NONE16 when q has no transition on `cls`,
- * FAST_SKIP when node i is plain and q keeps itself on every plain class (vocab.ts: every token of
- * the subtree of i is allowed and ends in (q, n); the caller skips it), or FAST_NO (after writing
- * the one pair into the set at d - 1): the caller calls pdaStep.
+ * FAST_SKIP when node i is text and q reads text back to itself, or node i is plain and q keeps
+ * itself on every plain class (vocab.ts: every token of the subtree of i is allowed and its pair
+ * stays one pair of a reading state; the caller skips it), or FAST_NO (after writing the one pair
+ * into the set at d - 1): the caller calls pdaStep.
  */
 // @ts-ignore: decorator
 @inline function walkFast(i: u32, d: usize, cls: u32): u32 {
   const x = load<u64>(walkOne + ((d - 1) << 3));
   if (x == NO_PAIR) return FAST_NO;
   const q = <u32>(x >>> 32);
+  if (loopsText(q) && textNode(i)) return FAST_SKIP;
   const t = <u32>load<u16>(transBase + ((<usize>(q * hdr(H_NCLASSES) + cls)) << 1));
   if (t == NONE16) return t;
   if (t == q && loopsPlain(q) && plainNode(i)) return FAST_SKIP;
@@ -98,6 +100,49 @@ let plainLoopPtr: usize = 0;
 @inline function loopsPlain(q: u32): bool {
   const v = <u32>load<u8>(plainLoopPtr + <usize>q);
   return v == 1 || (v == 0 && plainLoopOf(q));
+}
+
+/** Per state: 0 not known yet, 1 q reads text back to itself (`textLoopOf`), 2 not. */
+let textLoopPtr: usize = 0;
+/** The states of q's text reader (`textLoopOf`), one per UTF-8 reader state. */
+let textMap: usize = 0;
+
+// @ts-ignore: decorator
+@inline function loopsText(q: u32): bool {
+  const v = <u32>load<u8>(textLoopPtr + <usize>q);
+  return v == 1 || (v == 0 && textLoopOf(q));
+}
+
+/**
+ * Whether q reads text (vocab.ts) back to itself: it keeps itself on every plain class, and the
+ * UTF-8 reader's states map to states of the automaton (q between characters) so that every byte the
+ * reader takes is, from the mapped state, a one-pair read (`readsOn`) into the state mapped to the
+ * reader's next. Then any text from q ends in one pair of a reading state, on the same stack.
+ */
+function textLoopOf(q: u32): bool {
+  let ok = loopsPlain(q);
+  if (ok) {
+    const nc = hdr(H_NCLASSES);
+    const classmap = region(H_CLASSMAP);
+    memory.fill(textMap, 0xff, <usize>U8_STATES << 2);
+    store<u32>(textMap, q);
+    // Between characters first: its lead bytes give every other reader state its automaton state.
+    for (let u: u32 = 0; u < U8_STATES && ok; u++) {
+      const s = load<u32>(textMap + (<usize>u << 2));
+      if (s == 0xffffffff) continue; // not reached while ok: every reader state is some lead byte's next
+      for (let b: u32 = 0x80; b < 0x100 && ok; b++) {
+        const n = textNext(u, b);
+        if (n == U8_STATES) continue;
+        const t = <u32>load<u16>(transBase + (<usize>(s * nc + <u32>load<u8>(classmap + b)) << 1));
+        const m = load<u32>(textMap + (<usize>n << 2));
+        if (t == NONE16 || !readsOn(s, t)) ok = false;
+        else if (m == 0xffffffff) store<u32>(textMap + (<usize>n << 2), t);
+        else if (m != t) ok = false;
+      }
+    }
+  }
+  store<u8>(textLoopPtr + <usize>q, ok ? 1 : 2);
+  return ok;
 }
 
 function plainLoopOf(q: u32): bool {
@@ -134,6 +179,8 @@ function pdaVocabInit(): void {
   symFrontPtr = allocZero(ns << 2);
   symStatsPtr = allocZero(ns << 3);
   plainLoopPtr = allocZero(ns);
+  textLoopPtr = allocZero(ns);
+  textMap = heap.alloc(<usize>U8_STATES << 2);
   frontCap = 256;
   frontScratch = heap.alloc(<usize>frontCap << 2);
   pairScratch = heap.alloc(maskBytes);

@@ -338,6 +338,43 @@ describe("pushdown masks equal a brute-force PdaRunner walk (real vocabularies)"
     expect(r.tokens).toBeGreaterThan(0);
   }, 240_000);
 
+  it("strings that take plain ASCII but not all UTF-8 text (ASCII only, Latin-1 only) are walked, not skipped as text, on Llama 3", async () => {
+    // Each string state keeps itself on every plain byte, as a JSON string's does; only the JSON
+    // one also reads every UTF-8 character back to itself, so only its text subtrees may be skipped.
+    const text = [
+      'root ::= value',
+      'value ::= ascii | latin | any | "[" value ("," value)* "]"',
+      'ascii ::= "\\"" [ !#-\\[\\]-~]* "\\""',
+      "latin ::= \"'\" [ -&(-~¡-ÿ]* \"'\"",
+      'any ::= "<" [^<>\\x00-\\x1f]* ">"',
+    ].join("\n");
+    const g = grammar("strings.gbnf", text, ["ascii", "latin", "any"]);
+    const vocab = real("llama3_1");
+    const spec = await Spec.load(g.wasm, { vocab });
+    expect(spec.pushdown).toBe(true);
+    const toks = tokenBytes(vocab);
+    const byText = new Map<string, number>();
+    toks.forEach((b, id) => { if (b && b.length <= 12 && !byText.has(dec.decode(b))) byText.set(dec.decode(b), id); });
+    const doc = `["plain words",'café noir',<naïve 日本語 text>,["x",'é',<>]]`;
+    const m = spec.matcher();
+    const buf = new Int32Array(spec.maskWords);
+    let ref = g.runner.start();
+    let checked = 0;
+    for (let i = 0; i < doc.length;) {
+      let len = Math.min(12, doc.length - i);
+      while (!byText.has(doc.slice(i, i + len))) len--;
+      const id = byText.get(doc.slice(i, i + len))!;
+      m.fillMask(buf);
+      expect(maskDiff(buf, bruteMask(g.runner, ref, vocab, spec.maskWords), vocab), `${JSON.stringify(doc.slice(0, i))}`).toEqual([]);
+      checked++;
+      expect(m.commit(id)).toBe("continue");
+      ref = g.runner.run(toks[id]!, ref)!;
+      i += len;
+    }
+    expect(ref.accept).toBe(true);
+    expect(checked).toBeGreaterThanOrEqual(20);
+  }, 240_000);
+
   it("openagi.gbnf on Qwen3 (151,643 tokens), and cooking.gbnf (no call edges: DFA mode) on Qwen3", async () => {
     const vocab = real("qwen3");
     const g = grammar("openagi.gbnf");
