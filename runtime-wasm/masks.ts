@@ -14,7 +14,7 @@ import {
 } from "./layout";
 import { transBase } from "./tables";
 import {
-  NODE, allocZero, clearRange, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr, plainClassPtr,
+  NODE, allocZero, clearRange, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr, keepsPlain,
   plainNode, trieMask, setBit, setRange, stackPtr, stateMaskPtr, tagPtr, trieIdsPtr, vocabPhase, walkTrans,
 } from "./vocab";
 import { cfInternal, pdaCacheCheck, pdaMode } from "./pushdown";
@@ -82,18 +82,9 @@ let loopPtr: usize = 0;
 }
 
 function plainLoopOf(t: u32): bool {
-  const plain = plainClassPtr;
-  const nc = hdr(H_NCLASSES);
-  const row = walkTrans + (<usize>(t * nc) << 1);
-  let v: u32 = 1;
-  for (let c: u32 = 0; c < nc; c++) {
-    if (load<u8>(plain + <usize>c) != 0 && <u32>load<u16>(row + (<usize>c << 1)) != t) {
-      v = 2;
-      break;
-    }
-  }
-  store<u8>(loopPtr + <usize>t, <u8>v);
-  return v == 1;
+  const yes = keepsPlain(walkTrans, t);
+  store<u8>(loopPtr + <usize>t, yes ? 1 : 2);
+  return yes;
 }
 
 function walkInit(): void {

@@ -10,7 +10,7 @@ import { H_CLASSMAP, H_NCLASSES, H_NSTATES, NONE16, hdr, region } from "./layout
 import { transBase } from "./tables";
 import {
   NODE, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
-  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, plainClassPtr, plainNode, setBit, setMaskStore,
+  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, keepsPlain, plainNode, setBit, setMaskStore,
   setRange, textNext, textNode, trieMask, U8_STATES,
 } from "./vocab";
 import { hashPair, pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
@@ -146,21 +146,9 @@ function textLoopOf(q: u32): bool {
 }
 
 function plainLoopOf(q: u32): bool {
-  let v: u32 = 2;
-  if (<u32>load<u8>(stKind + <usize>q) == SK_READS) {
-    const plain = plainClassPtr;
-    const nc = hdr(H_NCLASSES);
-    const row = transBase + (<usize>(q * nc) << 1);
-    v = 1;
-    for (let c: u32 = 0; c < nc; c++) {
-      if (load<u8>(plain + <usize>c) != 0 && <u32>load<u16>(row + (<usize>c << 1)) != q) {
-        v = 2;
-        break;
-      }
-    }
-  }
-  store<u8>(plainLoopPtr + <usize>q, <u8>v);
-  return v == 1;
+  const yes = <u32>load<u8>(stKind + <usize>q) == SK_READS && keepsPlain(transBase, q);
+  store<u8>(plainLoopPtr + <usize>q, yes ? 1 : 2);
+  return yes;
 }
 
 /** After pdaStep into the set at depth d (c pairs visited): note whether it is one pair. */

@@ -439,7 +439,7 @@ export function trieMask(): usize {
  * back to itself (text: the inside of a JSON string), allows the whole subtree without stepping
  * it. On Llama 3, 77% of the 274,520 nodes lie in 15,384 plain subtrees.
  */
-export let plainClassPtr: usize = 0;
+let plainClassPtr: usize = 0;
 let plainBitsPtr: usize = 0;
 let textBitsPtr: usize = 0;
 
@@ -450,6 +450,17 @@ function plainClassTable(): usize {
     if (b != 0x22 && b != 0x5c) store<u8>(plainClassPtr + <usize>load<u8>(classmap + b), 1);
   }
   return plainClassPtr;
+}
+
+/** Whether every plain class takes state q to itself in the transition table `trans`. */
+export function keepsPlain(trans: usize, q: u32): bool {
+  const plain = plainClassPtr;
+  const nc = hdr(H_NCLASSES);
+  const row = trans + (<usize>(q * nc) << 1);
+  for (let c: u32 = 0; c < nc; c++) {
+    if (load<u8>(plain + <usize>c) != 0 && <u32>load<u16>(row + (<usize>c << 1)) != q) return false;
+  }
+  return true;
 }
 
 /**
