@@ -161,7 +161,18 @@ export async function instantiateSpec(bytes: Uint8Array<ArrayBuffer>): Promise<I
     if (module) {
       const memory = new WebAssembly.Memory(parts.maximum === undefined ? { initial: parts.initial } : { initial: parts.initial, maximum: parts.maximum });
       new Uint8Array(memory.buffer).set(parts.tables, TABLE_BASE);
-      const instance = await WebAssembly.instantiate(module, { [IMPORT_MODULE]: { [IMPORT_NAME]: memory } });
+      const imports = { [IMPORT_MODULE]: { [IMPORT_NAME]: memory } };
+      // Synchronously: the module is compiled already, and Node's asynchronous instantiate of it
+      // waited ~10 ms a load on the event loop (most of a small schema's time to first mask). A
+      // browser that refuses a synchronous instance on its main thread (a RangeError) gets the
+      // asynchronous one.
+      let instance: WebAssembly.Instance;
+      try {
+        instance = new WebAssembly.Instance(module, imports);
+      } catch (e) {
+        if (!(e instanceof RangeError)) throw e;
+        instance = await WebAssembly.instantiate(module, imports);
+      }
       return { instance, module, shared: true };
     }
   }
