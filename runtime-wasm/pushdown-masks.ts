@@ -10,7 +10,7 @@ import { H_CLASSMAP, H_NCLASSES, H_NSTATES, NONE16, hdr, region } from "./layout
 import { transBase } from "./tables";
 import {
   NODE, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
-  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, keepsPlain, plainNode, setBit, setMaskStore,
+  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, nodeHeight, plainNode, plainSuccessor, setBit, setMaskStore,
   setRange, textNext, textNode, trieMask, U8_STATES,
 } from "./vocab";
 import { hashPair, pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
@@ -62,20 +62,24 @@ let lastPairMax: u32 = 0;
  * (q, n) and byte class `cls` takes q to a state t that only reads bytes and needs no more frames
  * than q. Then the set at depth d is the pair (t, n) (what pdaStep's own one-pair case gives),
  * noted in `walkOne` without writing a set. Returns t, NONE16 when q has no transition on `cls`,
- * FAST_SKIP when node i is text and q reads text back to itself, or node i is plain and q keeps
- * itself on every plain class (vocab.ts: every token of the subtree of i is allowed and its pair
- * stays one pair of a reading state; the caller skips it), or FAST_NO (after writing the one pair
- * into the set at d - 1): the caller calls pdaStep.
+ * FAST_SKIP when node i is text and q reads text back to itself or has a text run as long as i's
+ * height, or node i is plain and q keeps itself on every plain class or has a plain run that long
+ * (vocab.ts: every token of the subtree of i is allowed and its pair stays one pair of a reading
+ * state; the caller skips it), or FAST_NO (after writing the one pair into the set at d - 1): the
+ * caller calls pdaStep.
  */
 // @ts-ignore: decorator
 @inline function walkFast(i: u32, d: usize, cls: u32): u32 {
   const x = load<u64>(walkOne + ((d - 1) << 3));
   if (x == NO_PAIR) return FAST_NO;
   const q = <u32>(x >>> 32);
-  if (loopsText(q) && textNode(i)) return FAST_SKIP;
+  // The runs first: most states have none, and most nodes are text.
+  const tr = textRun(q);
+  if (tr != 0 && textNode(i) && tr >= nodeHeight(i)) return FAST_SKIP;
   const t = <u32>load<u16>(transBase + ((<usize>(q * hdr(H_NCLASSES) + cls)) << 1));
   if (t == NONE16) return t;
-  if (t == q && loopsPlain(q) && plainNode(i)) return FAST_SKIP;
+  const pr = plainRun(q);
+  if (pr > tr && plainNode(i) && pr >= nodeHeight(i)) return FAST_SKIP;
   if (readsOn(q, t)) {
     store<u64>(walkOne + (d << 3), (<u64>t << 32) | (x & 0xffffffff));
     return t;
@@ -92,64 +96,107 @@ let lastPairMax: u32 = 0;
 // @ts-ignore: decorator
 @inline const FAST_SKIP: u32 = 0xfffffffe;
 
-/** Per state: 0 not known yet, 1 every plain class (vocab.ts) keeps it in itself, reading only; 2 not. */
-let plainLoopPtr: usize = 0;
-
-/** Whether a pair of state q at a plain node stays (q, n) on every token of the node's subtree. */
+/**
+ * Runs (a JSON string's inside; the positions of a length-bounded string). Per state: 0 not known
+ * yet, else 1 + its run (`runOf`). The plain run of q: how many steps along which every plain
+ * class (vocab.ts) takes the state to one next state, read as one pair (`readsOn`); RUN_LOOP when
+ * they come back to a state of the run (q keeps itself on plain text). Its text run: how many of
+ * those steps also read any text character (`readsTextTo`). A plain (text) subtree no taller than
+ * q's plain (text) run is allowed whole: each of its tokens ends inside the run, in one pair of a
+ * reading state.
+ */
+let plainRunPtr: usize = 0;
+let textRunPtr: usize = 0;
+/** `runOf`'s path (RUN_MAX states). */
+let runPath: usize = 0;
 // @ts-ignore: decorator
-@inline function loopsPlain(q: u32): bool {
-  const v = <u32>load<u8>(plainLoopPtr + <usize>q);
-  return v == 1 || (v == 0 && plainLoopOf(q));
+@inline const RUN_MAX: u32 = 253;
+/** A run that never ends: as long as any node is high (vocab.ts `nodeHeight`, at most 254). */
+// @ts-ignore: decorator
+@inline const RUN_LOOP: u32 = 254;
+
+// @ts-ignore: decorator
+@inline function plainRun(q: u32): u32 {
+  const v = <u32>load<u8>(plainRunPtr + <usize>q);
+  return v != 0 ? v - 1 : runOf(q, false);
 }
 
-/** Per state: 0 not known yet, 1 q reads text back to itself (`textLoopOf`), 2 not. */
-let textLoopPtr: usize = 0;
-/** The states of q's text reader (`textLoopOf`), one per UTF-8 reader state. */
-let textMap: usize = 0;
-
 // @ts-ignore: decorator
-@inline function loopsText(q: u32): bool {
-  const v = <u32>load<u8>(textLoopPtr + <usize>q);
-  return v == 1 || (v == 0 && textLoopOf(q));
+@inline function textRun(q: u32): u32 {
+  const v = <u32>load<u8>(textRunPtr + <usize>q);
+  return v != 0 ? v - 1 : runOf(q, true);
 }
 
 /**
- * Whether q reads text (vocab.ts) back to itself: it keeps itself on every plain class, and the
- * UTF-8 reader's states map to states of the automaton (q between characters) so that every byte the
- * reader takes is, from the mapped state, a one-pair read (`readsOn`) into the state mapped to the
- * reader's next. Then any text from q ends in one pair of a reading state, on the same stack.
+ * q's plain or text run, and that of the states along it: followed until a step fails, comes to a
+ * state whose run is known, or back to a state of the path (RUN_LOOP), or past RUN_MAX states
+ * (then the run past them counts as 0: a lower bound, as is any run that reaches RUN_MAX).
  */
-function textLoopOf(q: u32): bool {
-  let ok = loopsPlain(q);
-  if (ok) {
-    const nc = hdr(H_NCLASSES);
-    const classmap = region(H_CLASSMAP);
-    memory.fill(textMap, 0xff, <usize>U8_STATES << 2);
-    store<u32>(textMap, q);
-    // Between characters first: its lead bytes give every other reader state its automaton state.
-    for (let u: u32 = 0; u < U8_STATES && ok; u++) {
-      const s = load<u32>(textMap + (<usize>u << 2));
-      if (s == 0xffffffff) continue; // not reached while ok: every reader state is some lead byte's next
-      for (let b: u32 = 0x80; b < 0x100 && ok; b++) {
-        const n = textNext(u, b);
-        if (n == U8_STATES) continue;
-        const t = <u32>load<u16>(transBase + (<usize>(s * nc + <u32>load<u8>(classmap + b)) << 1));
-        const m = load<u32>(textMap + (<usize>n << 2));
-        if (t == NONE16 || !readsOn(s, t)) ok = false;
-        else if (m == 0xffffffff) store<u32>(textMap + (<usize>n << 2), t);
-        else if (m != t) ok = false;
-      }
+function runOf(q: u32, text: bool): u32 {
+  const runs = text ? textRunPtr : plainRunPtr;
+  let n: u32 = 0;
+  let s = q;
+  let r: u32 = 0; // the run of the state after the path's last, plus one, as stored (0: no step)
+  for (;;) {
+    store<u32>(runPath + (<usize>n << 2), s);
+    store<u8>(runs + <usize>s, <u8>(RUN_LOOP + 1)); // on the path: a step back to it closes a loop
+    n++;
+    const t = plainSuccessor(transBase, s);
+    if (t == NONE16 || !readsOn(s, t) || (text && !readsTextTo(s, t))) break;
+    const v = <u32>load<u8>(runs + <usize>t);
+    if (v != 0) {
+      r = v;
+      break;
     }
+    if (n == RUN_MAX) {
+      r = 1;
+      break;
+    }
+    s = t;
   }
-  store<u8>(textLoopPtr + <usize>q, ok ? 1 : 2);
-  return ok;
+  while (n > 0) {
+    n--;
+    if (r <= RUN_MAX) r++; // 1 + the next state's run, at most RUN_MAX; RUN_LOOP stays
+    store<u8>(runs + (<usize>load<u32>(runPath + (<usize>n << 2))), <u8>r);
+  }
+  return <u32>load<u8>(runs + <usize>q) - 1;
 }
 
-function plainLoopOf(q: u32): bool {
-  const yes = <u32>load<u8>(stKind + <usize>q) == SK_READS && keepsPlain(transBase, q);
-  store<u8>(plainLoopPtr + <usize>q, yes ? 1 : 2);
-  return yes;
+/** The states of a text reader (`readsTextTo`), one per UTF-8 reader state. */
+let textMap: usize = 0;
+
+/**
+ * Whether the UTF-8 reader's states map to states of the automaton (s between characters before
+ * one, e after it) so that every non-ASCII byte the reader takes is, from the mapped state, a
+ * one-pair read (`readsOn`) into the state mapped to the reader's next. Then any character from s
+ * ends in one pair of e, on the same stack (the ASCII ones are the caller's to check).
+ */
+function readsTextTo(s0: u32, e: u32): bool {
+  const nc = hdr(H_NCLASSES);
+  const classmap = region(H_CLASSMAP);
+  memory.fill(textMap, 0xff, <usize>U8_STATES << 2);
+  store<u32>(textMap, s0);
+  // Between characters first: its lead bytes give every other reader state its automaton state.
+  for (let u: u32 = 0; u < U8_STATES; u++) {
+    const s = load<u32>(textMap + (<usize>u << 2));
+    if (s == 0xffffffff) continue; // not reached while ok: every reader state is some lead byte's next
+    for (let b: u32 = 0x80; b < 0x100; b++) {
+      const n = textNext(u, b);
+      if (n == U8_STATES) continue;
+      const t = <u32>load<u16>(transBase + (<usize>(s * nc + <u32>load<u8>(classmap + b)) << 1));
+      if (t == NONE16 || !readsOn(s, t)) return false;
+      if (n == 0) {
+        if (t != e) return false;
+        continue;
+      }
+      const m = load<u32>(textMap + (<usize>n << 2));
+      if (m == 0xffffffff) store<u32>(textMap + (<usize>n << 2), t);
+      else if (m != t) return false;
+    }
+  }
+  return true;
 }
+
 
 /** After pdaStep into the set at depth d (c pairs visited): note whether it is one pair. */
 // @ts-ignore: decorator
@@ -166,8 +213,9 @@ function pdaVocabInit(): void {
   symBasePtr = allocZero(ns << 2);
   symFrontPtr = allocZero(ns << 2);
   symStatsPtr = allocZero(ns << 3);
-  plainLoopPtr = allocZero(ns);
-  textLoopPtr = allocZero(ns);
+  plainRunPtr = allocZero(ns);
+  textRunPtr = allocZero(ns);
+  runPath = heap.alloc(<usize>RUN_MAX << 2);
   textMap = heap.alloc(<usize>U8_STATES << 2);
   frontCap = 256;
   frontScratch = heap.alloc(<usize>frontCap << 2);

@@ -12,6 +12,7 @@
 
 import { F_YIELD, H_CLASSMAP, H_NCLASSES, H_NSTATES, NONE16, flagsOf, hdr, region } from "./layout";
 import { tables_ok, transBase } from "./tables";
+import { pdaMode } from "./pushdown";
 
 // ---- Vocabulary (ABI 2) ---------------------------------------------------------------------------
 
@@ -442,6 +443,12 @@ export function trieMask(): usize {
 let plainClassPtr: usize = 0;
 let plainBitsPtr: usize = 0;
 let textBitsPtr: usize = 0;
+/**
+ * Per trie node (pushdown mode only), the bytes of the longest token of its subtree counted from
+ * the node's own byte (254: 254 or more). A plain (text) subtree is also allowed whole from a state
+ * whose run of plain (text) steps is as long (pushdown-masks.ts: a bounded string's positions).
+ */
+let heightsPtr: usize = 0;
 
 function plainClassTable(): usize {
   const classmap = region(H_CLASSMAP);
@@ -461,6 +468,21 @@ export function keepsPlain(trans: usize, q: u32): bool {
     if (load<u8>(plain + <usize>c) != 0 && <u32>load<u16>(row + (<usize>c << 1)) != q) return false;
   }
   return true;
+}
+
+/** The state every plain class takes q to in `trans`, or NONE16 when they do not all go to one state. */
+export function plainSuccessor(trans: usize, q: u32): u32 {
+  const plain = plainClassPtr;
+  const nc = hdr(H_NCLASSES);
+  const row = trans + (<usize>(q * nc) << 1);
+  let t: u32 = 0x10000; // none seen yet
+  for (let c: u32 = 0; c < nc; c++) {
+    if (load<u8>(plain + <usize>c) == 0) continue;
+    const x = <u32>load<u16>(row + (<usize>c << 1));
+    if (x == NONE16 || (t != 0x10000 && x != t)) return NONE16;
+    t = x;
+  }
+  return t == 0x10000 ? NONE16 : t;
 }
 
 /**
@@ -492,8 +514,8 @@ export function textNext(u: u32, b: u32): u32 {
 }
 
 /**
- * Bytes become classes (the nodes hold bytes until here) and the plain and text bits are set, in one
- * pass backwards (a node's subtree comes after it). For text, each node gets the reader states from
+ * Bytes become classes (the nodes hold bytes until here) and the plain and text bits (and in
+ * pushdown mode the heights) are set, in one pass backwards (a node's subtree comes after it). For text, each node gets the reader states from
  * which its subtree is valid (a bit each): its byte may come there and every child's subtree is
  * valid from the state after it; `acc[d]` gathers the children at depth d of the node to come.
  */
@@ -503,9 +525,14 @@ function finishNodes(): void {
   const bits = ((<usize>nNodes + 31) >>> 5) << 2;
   plainBitsPtr = allocZero(bits);
   textBitsPtr = allocZero(bits);
+  // Heights only for the pushdown walks (pushdown-masks.ts), the ones that use them.
+  const withHeights = pdaMode;
+  if (withHeights) heightsPtr = heap.alloc(<usize>nNodes);
   const acc = heap.alloc(<usize>maxDepth + 2 + 256);
   memory.fill(acc, 0xff, <usize>maxDepth + 2);
   const lead = acc + <usize>maxDepth + 2;
+  const hacc = allocZero(<usize>maxDepth + 2); // per depth: the tallest child so far of the node to come
+  const hts = heightsPtr;
   for (let b: u32 = 0; b < 256; b++) store<u8>(lead + b, <u8>(b - 0x80 < 0x40 ? U8_STATES : textNext(0, b)));
   // Locals only, bits gathered a word at a time: the pass runs once per load, mostly before V8 has
   // optimized it, where every global read and every call costs.
@@ -522,6 +549,13 @@ function finishNodes(): void {
     if (load<u8>(plain + <usize>c) == 0) bad = i;
     const kids = <u32>load<u8>(acc + d + 1);
     store<u8>(acc + d + 1, 0xff);
+    if (withHeights) {
+      const hk = <u32>load<u8>(hacc + d + 1);
+      store<u8>(hacc + d + 1, 0);
+      const h = hk < 254 ? hk + 1 : 254;
+      store<u8>(hts + <usize>i, <u8>h);
+      if (h > <u32>load<u8>(hacc + d)) store<u8>(hacc + d, <u8>h);
+    }
     let v: u32;
     if (b - 0x80 < 0x40) {
       // A continuation byte (textNext spelled out): states 1..3 go down one, 4..7 take part of it.
@@ -544,6 +578,7 @@ function finishNodes(): void {
   }
   store<u32>(pbits, pw); // word 0 (node 0, the root, has no bit)
   store<u32>(tbits, tw);
+  heap.free(hacc);
   heap.free(acc);
 }
 
@@ -551,6 +586,12 @@ function finishNodes(): void {
 // @ts-ignore: decorator
 @inline export function plainNode(i: u32): bool {
   return (load<u32>(plainBitsPtr + (<usize>(i >>> 5) << 2)) & (<u32>1 << (i & 31))) != 0;
+}
+
+/** The bytes of the longest token under node i, from its byte on (254: 254 or more). */
+// @ts-ignore: decorator
+@inline export function nodeHeight(i: u32): u32 {
+  return <u32>load<u8>(heightsPtr + <usize>i);
 }
 
 /** Whether node i's subtree is text. */

@@ -364,6 +364,38 @@ describe("pushdown masks equal a brute-force PdaRunner walk (real vocabularies)"
     expect(checked).toBeGreaterThanOrEqual(20);
   }, 240_000);
 
+  it("length-bounded strings (runs of states, each taking one step on every plain byte or character) on Llama 3, at every token and at their bounds", async () => {
+    // A position of a bounded string has a run (pushdown-masks.ts): the steps left before the bound.
+    // A subtree no taller than the run is allowed whole; one byte taller must be walked, and its
+    // tokens past the bound rejected. Every body takes every plain byte (a run needs that): `a`
+    // only those (its text run is 0), the others every character; `t` is shorter than most tokens,
+    // `l` a block of 64 (as JSON Schema's long strings are), `m` rejects the quote for 3 positions.
+    const text = [
+      'root ::= value',
+      'value ::= t | a | u | l | m | "[" value ("," value)* "]"',
+      'char ::= [^"\\\\\\x00-\\x1f]',
+      't ::= "t\\"" char{0,3} "\\""',
+      'a ::= "a\\"" [ !#-\\[\\]-~]{0,9} "\\""',
+      'u ::= "u\\"" char{0,12} "\\""',
+      'l ::= "l\\"" block* char{0,5} "\\""',
+      'block ::= char{64}',
+      'm ::= "m\\"" char{3,8} "\\""',
+    ].join("\n");
+    const g = grammar("bounded-strings.gbnf", text, ["block"]);
+    const vocab = real("llama3_1");
+    const spec = await Spec.load(g.wasm, { vocab });
+    expect(spec.pushdown).toBe(true);
+    const long = "Of all the things that a sixty-four character block ends in: words!"; // 64 + 3
+    expect(long.length).toBe(67);
+    const docs = [
+      `[t"abc",a"some word",u"naïve 日本語",l"${long}",m"abcdefgh"]`,
+      `[t"",a"",u"",l"",m"abc",[t"x",a"123456789",u"and the end.",l"${long.slice(0, 64)}end",m"ab d"]]`,
+    ];
+    let checked = 0;
+    for (const doc of docs) checked += checkEveryToken(spec, g, vocab, doc);
+    expect(checked).toBeGreaterThanOrEqual(60);
+  }, 240_000);
+
   it("openagi.gbnf on Qwen3 (151,643 tokens), and cooking.gbnf (no call edges: DFA mode) on Qwen3", async () => {
     const vocab = real("qwen3");
     const g = grammar("openagi.gbnf");
