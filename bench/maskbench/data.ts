@@ -38,6 +38,69 @@ export function loadMaskBench(path: string): MaskBenchCase[] {
 export const instanceText = (data: unknown): string => JSON.stringify(data);
 
 /**
+ * For a schema: an instance's text with every object's keys in the order its schema lists them
+ * (the object's schema found along the instance: `$ref`s within the document followed, the
+ * `properties` of the schema, then of its allOf, anyOf and oneOf members, a name at its first
+ * place; other names after, as they came), or null when that is its text already. The engines,
+ * like the issue, take properties in the order of `properties`, and MaskBench puts its instances
+ * in that order only for the schemas LLGuidance compiles; the runner tries this text on a valid
+ * instance an engine rejected, to tell a rejection for the order alone from the others. A
+ * heuristic: it does not tell which branch of an anyOf an object is.
+ */
+export function schemaOrder(schema: unknown): (data: unknown) => string | null {
+  type Obj = Record<string, unknown>;
+  const isObj = (x: unknown): x is Obj => x !== null && typeof x === "object" && !Array.isArray(x);
+  const resolve = (s: unknown, depth: number): Obj | null => {
+    if (!isObj(s)) return null;
+    const ref = s["$ref"];
+    if (typeof ref !== "string" || !ref.startsWith("#") || depth > 16) return s;
+    let t: unknown = schema;
+    for (const part of ref.slice(1).split("/").filter(Boolean)) {
+      t = isObj(t) ? t[decodeURIComponent(part).replace(/~1/g, "/").replace(/~0/g, "~")] : undefined;
+    }
+    return resolve(t, depth + 1);
+  };
+  /** The schema and the members of its allOf, anyOf and oneOf, in order, references resolved. */
+  const parts = (s: unknown, out: Obj[], depth: number): Obj[] => {
+    const o = resolve(s, 0);
+    if (!o || depth > 8 || out.includes(o)) return out;
+    out.push(o);
+    for (const k of ["allOf", "anyOf", "oneOf"]) {
+      const a = o[k];
+      if (Array.isArray(a)) for (const x of a) parts(x, out, depth + 1);
+    }
+    return out;
+  };
+  const reorder = (x: unknown, s: unknown): unknown => {
+    if (x === null || typeof x !== "object") return x;
+    const ps = parts(s, [], 0);
+    if (Array.isArray(x)) {
+      return x.map((v, i) => {
+        for (const p of ps) {
+          const pre = p["prefixItems"] ?? (Array.isArray(p["items"]) ? p["items"] : undefined);
+          if (Array.isArray(pre) && i < pre.length) return reorder(v, pre[i]);
+          if (isObj(p["items"])) return reorder(v, p["items"]);
+        }
+        return reorder(v, undefined);
+      });
+    }
+    const sub = new Map<string, unknown>();
+    for (const p of ps) {
+      const props = p["properties"];
+      if (isObj(props)) for (const [k, v] of Object.entries(props)) if (!sub.has(k)) sub.set(k, v);
+    }
+    const rank = new Map([...sub.keys()].map((k, i) => [k, i] as const));
+    const other = ps.map((p) => p["additionalProperties"]).find(isObj);
+    const keys = Object.keys(x).sort((a, b) => (rank.get(a) ?? rank.size) - (rank.get(b) ?? rank.size)); // stable
+    return Object.fromEntries(keys.map((k) => [k, reorder((x as Obj)[k], sub.has(k) ? sub.get(k) : other)]));
+  };
+  return (data) => {
+    const text = JSON.stringify(reorder(data, schema));
+    return text === instanceText(data) ? null : text;
+  };
+}
+
+/**
  * A fixed, spread-out sample of `n` cases (every k-th by name order), the same on every machine:
  * the test suite's slice and `--sample N`.
  */

@@ -13,7 +13,7 @@
 import { Spec } from "../../bindings/spec.js";
 import { now, since, type LoadedVocab } from "../harness/common.js";
 import type { XGrammarVocab } from "../harness/xgrammar.js";
-import { instanceText, type MaskBenchCase } from "./data.js";
+import { instanceText, schemaOrder, type MaskBenchCase } from "./data.js";
 
 export type Verdict = "pass" | "compile_error" | "validation_error" | "invalidation_error" | "crash" | "timeout" | "oom";
 
@@ -24,7 +24,15 @@ export interface InstanceResult {
   /** Index of the first token the mask did not allow (-1: none). */
   rejectedAt: number;
   tokens: number;
+  /**
+   * A valid instance rejected: whether it is accepted with its keys in the schema's order
+   * (data.ts `schemaOrder`; replayed after every instance, untimed). Absent: no other order.
+   */
+  acceptedInSchemaOrder?: boolean;
 }
+
+/** An instance as the engines replay it: its token ids, and those of its text in the schema's key order (if another). */
+export interface TokenizedInstance { valid: boolean; tokens: number[]; inSchemaOrder?: number[] }
 
 export interface EngineResult {
   verdict: Verdict;
@@ -64,7 +72,7 @@ interface ReplayMatcher<M> {
 }
 
 /** Every instance token by token: mask times into a log histogram, and the verdict per instance. */
-function replay<M>(m: ReplayMatcher<M>, eos: number, instances: { valid: boolean; tokens: number[] }[]) {
+function replay<M>(m: ReplayMatcher<M>, eos: number, instances: TokenizedInstance[]) {
   const tbm: Record<number, number> = {};
   const results: InstanceResult[] = [];
   let inconsistent = 0;
@@ -83,18 +91,30 @@ function replay<M>(m: ReplayMatcher<M>, eos: number, instances: { valid: boolean
     const accepted = rejectedAt < 0 && m.has(m.mask(), eos);
     results.push({ valid: inst.valid, accepted, rejectedAt, tokens: inst.tokens.length });
   }
+  // After the timed replays (their first masks stay cold): rejected valid instances in the schema's order.
+  instances.forEach((inst, k) => {
+    if (!inst.valid || results[k]!.accepted || !inst.inSchemaOrder) return;
+    m.reset();
+    let ok = true;
+    for (const tok of inst.inSchemaOrder) if (!(ok = m.has(m.mask(), tok) && m.commit(tok))) break;
+    results[k]!.acceptedInSchemaOrder = ok && m.has(m.mask(), eos);
+  });
   return { verdict: verdictOf(results), tbm, instances: results, inconsistent };
 }
 
 /** Tokenized instances of a case (the same ids for every engine). */
-export function tokenizeCase(c: MaskBenchCase, v: LoadedVocab): { valid: boolean; tokens: number[] }[] {
-  return c.tests.map((t) => ({ valid: t.valid, tokens: v.encode(instanceText(t.data)) }));
+export function tokenizeCase(c: MaskBenchCase, v: LoadedVocab): TokenizedInstance[] {
+  const ordered = schemaOrder(c.schema);
+  return c.tests.map((t) => {
+    const other = t.valid ? ordered(t.data) : null;
+    return { valid: t.valid, tokens: v.encode(instanceText(t.data)), ...(other === null ? {} : { inSchemaOrder: v.encode(other) }) };
+  });
 }
 
 /** How specc compiles a schema to a .wasm (the JSON Schema front end; injected so this file stays independent of its API). */
 export type SchemaCompiler = (schemaText: string, name: string) => Uint8Array;
 
-export async function runSpecc(c: MaskBenchCase, v: LoadedVocab, compile: SchemaCompiler, instances: { valid: boolean; tokens: number[] }[]): Promise<EngineResult> {
+export async function runSpecc(c: MaskBenchCase, v: LoadedVocab, compile: SchemaCompiler, instances: TokenizedInstance[]): Promise<EngineResult> {
   const schemaText = JSON.stringify(c.schema);
   const t0 = now();
   let spec: Spec;
@@ -113,7 +133,7 @@ export async function runSpecc(c: MaskBenchCase, v: LoadedVocab, compile: Schema
   return { ttfmUs, ...replay({ reset: () => m.reset(), mask: () => m.maskView(), has: bitSet, commit: (tok) => m.commit(tok) !== "rejected" }, eos, instances) };
 }
 
-export async function runXGrammar(c: MaskBenchCase, xv: XGrammarVocab, eos: number, instances: { valid: boolean; tokens: number[] }[]): Promise<EngineResult> {
+export async function runXGrammar(c: MaskBenchCase, xv: XGrammarVocab, eos: number, instances: TokenizedInstance[]): Promise<EngineResult> {
   const schemaText = JSON.stringify(c.schema);
   const compiler = xv.compiler as unknown as {
     compileJSONSchema(schema: string, anyWhitespace?: boolean, indent?: number, separators?: [string, string], strictMode?: boolean): Promise<{ dispose(): void }>;

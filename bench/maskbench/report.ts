@@ -28,6 +28,14 @@ export interface EngineSummary {
    * the cases were given to `summarize`.
    */
   disputed?: { validation: string[]; invalidation: string[] };
+  /** Validation errors whose every rejected valid instance is accepted with its keys in the schema's order. */
+  orderOnly: string[];
+}
+
+/** Was every valid instance this engine rejected accepted with its keys in the schema's order? */
+function orderOnly(r: EngineResult): boolean {
+  const rejected = (r.instances ?? []).filter((i) => i.valid && !i.accepted);
+  return rejected.length > 0 && rejected.every((i) => i.acceptedInSchemaOrder === true);
 }
 
 /** Does ajv side with the engine on every instance that went against its label? */
@@ -76,12 +84,14 @@ export function summarize(lines: Line[], cases?: ReadonlyMap<string, MaskBenchCa
     const instances = { valid: 0, invalid: 0, validRejected: 0, invalidAccepted: 0 };
     const examples: Partial<Record<Verdict, string[]>> = {};
     const disputed = cases ? { validation: [] as string[], invalidation: [] as string[] } : undefined;
+    const order: string[] = [];
     for (const l of ls) {
       const r = l.result;
       verdicts[r.verdict]++;
       if (disputed && (r.verdict === "validation_error" || r.verdict === "invalidation_error") && labelDisputed(r, cases!.get(l.name))) {
         disputed[r.verdict === "validation_error" ? "validation" : "invalidation"].push(l.name);
       }
+      if (r.verdict === "validation_error" && orderOnly(r)) order.push(l.name);
       if (r.verdict !== "pass") (examples[r.verdict] ??= []).push(l.name);
       if (r.ttfmUs !== undefined) ttfm.push(r.ttfmUs);
       for (const [k, n] of Object.entries(r.tbm ?? {})) { hist.set(Number(k), (hist.get(Number(k)) ?? 0) + n); total += n; }
@@ -95,7 +105,7 @@ export function summarize(lines: Line[], cases?: ReadonlyMap<string, MaskBenchCa
       schemas: ls.length, verdicts, instances, tokens: total,
       tbm: { p50: histPercentile(hist, total, 0.5), p99: histPercentile(hist, total, 0.99), p999: histPercentile(hist, total, 0.999) },
       ttfm: { p50: pct(ttfm, 0.5), p99: pct(ttfm, 0.99) },
-      examples, disputed,
+      examples, disputed, orderOnly: order.sort(),
     });
   }
   return out;
@@ -123,6 +133,7 @@ export function renderReport(s: Map<string, EngineSummary>, source: string): str
     row("passing", (e) => String(e.verdicts.pass)),
     row("compile error (an honest refusal)", (e) => String(e.verdicts.compile_error)),
     row("validation errors (schemas with a valid instance rejected)", (e) => String(e.verdicts.validation_error)),
+    row("of the validation errors, property order only (every valid instance rejected is accepted with its keys in the schema's order)", (e) => String(e.orderOnly.length)),
     row("invalidation errors (schemas with an invalid instance accepted)", (e) => String(e.verdicts.invalidation_error)),
     ...(engines.some((e) => s.get(e)!.disputed) ? [
       row("of those errors, ajv sides with the engine (label disputed): validation / invalidation", (e) => (e.disputed ? `${e.disputed.validation.length} / ${e.disputed.invalidation.length}` : "n/a")),
@@ -140,6 +151,8 @@ export function renderReport(s: Map<string, EngineSummary>, source: string): str
   for (const e of engines) {
     const ex = s.get(e)!.examples;
     for (const v of VERDICTS) if (ex[v]?.length) lines.push(`- ${e}, ${v}: ${ex[v]!.join(", ")}`);
+    const o = s.get(e)!.orderOnly;
+    if (o.length > 0) lines.push(`- ${e}, validation errors from property order only (first few): ${o.slice(0, 8).join(", ")}`);
     const d = s.get(e)!.disputed;
     if (d && d.validation.length + d.invalidation.length > 0) {
       lines.push(`- ${e}, errors where ajv sides with the engine (first few): ${[...d.validation, ...d.invalidation].sort().slice(0, 8).join(", ")}`);

@@ -2,12 +2,17 @@
  * The MaskBench report (bench/maskbench/report.ts) checks failing instances' labels with ajv:
  * an error is "disputed" only when ajv sides with the engine on every instance that went against
  * its label. Real cases from the whole-set run: an instance labelled invalid whose only fault is a
- * property that additionalProperties (true by default) allows.
+ * property that additionalProperties (true by default) allows. And a validation error is "property
+ * order only" when every valid instance the engine rejected is accepted with its keys in the
+ * schema's order (data.ts schemaOrder, replayed by engines.ts).
  */
 import { describe, expect, it } from "vitest";
-import type { MaskBenchCase } from "../../bench/maskbench/data.js";
-import type { EngineResult } from "../../bench/maskbench/engines.js";
+import { loadVocab } from "../../bench/harness/common.js";
+import { schemaOrder, type MaskBenchCase } from "../../bench/maskbench/data.js";
+import { runSpecc, tokenizeCase, type EngineResult } from "../../bench/maskbench/engines.js";
 import { renderReport, summarize } from "../../bench/maskbench/report.js";
+import { speccSchemaCompiler } from "../../bench/maskbench/specc-compiler.js";
+import { tokenizerJsonPath } from "../helpers/tokenizers.js";
 
 const schema = { type: "object", properties: { id: { type: "integer" }, name: { type: "string" } } };
 const mk = (name: string, tests: MaskBenchCase["tests"]): MaskBenchCase => ({ name, description: "", schema, tests });
@@ -38,4 +43,38 @@ describe("MaskBench report: labels checked with ajv", () => {
     // Without the data, nothing is claimed.
     expect(summarize(lines).get("specc")!.disputed).toBeUndefined();
   });
+});
+
+// A valid instance whose keys are not in the order of `properties` (specc, like XGrammar, LLGuidance
+// and the issue, fixes that order): Github_medium---o66606's shape, the inner object by a $ref.
+const orderSchema = {
+  type: "object", additionalProperties: false, required: ["build"],
+  properties: { env: { type: "array", items: { type: "string" } }, build: { $ref: "#/definitions/Command" } },
+  definitions: { Command: { type: "object", properties: { path: { type: "string" }, args: { type: "array" }, env: { type: "array" } } } },
+};
+const outOfOrder = { build: { args: [], path: "make", env: ["A=1"] }, env: ["CI=true"] };
+
+describe("MaskBench: validation errors from property order alone", () => {
+  it("schemaOrder puts each object's keys in its own schema's order ($ref followed, allOf merged), or gives null", () => {
+    const ordered = schemaOrder(orderSchema);
+    // "env" is first at the top and last in Command: each object takes its own schema's order.
+    expect(ordered(outOfOrder)).toBe('{"env":["CI=true"],"build":{"path":"make","args":[],"env":["A=1"]}}');
+    expect(ordered({ env: [], build: { path: "x" } })).toBeNull();
+    // allOf members' properties after the schema's own; unknown names last, as they came.
+    const merged = schemaOrder({ properties: { b: {} }, allOf: [{ properties: { a: {} } }] });
+    expect(merged({ z: 1, a: 2, b: 3 })).toBe('{"b":3,"a":2,"z":1}');
+  });
+
+  it("the replay accepts the rejected instance in the schema's order, and the report counts that error as order only", async () => {
+    const vocab = await loadVocab(tokenizerJsonPath("llama3_1"));
+    const c: MaskBenchCase = { name: "order", description: "", schema: orderSchema, tests: [{ description: "", valid: true, data: outOfOrder }] };
+    const r = await runSpecc(c, vocab, await speccSchemaCompiler(), tokenizeCase(c, vocab));
+    expect(r.verdict).toBe("validation_error");
+    expect(r.instances![0]!.acceptedInSchemaOrder).toBe(true);
+    const other: EngineResult = { ...r, instances: r.instances!.map((i) => ({ ...i, acceptedInSchemaOrder: false })) };
+    const s = summarize([{ name: "order", engine: "specc", result: r }, { name: "other", engine: "specc", result: other }]).get("specc")!;
+    expect(s.verdicts.validation_error).toBe(2);
+    expect(s.orderOnly).toEqual(["order"]);
+    expect(renderReport(new Map([["specc", s]]), "test")).toContain("accepted with its keys in the schema's order) | 1 |");
+  }, 120_000);
 });
