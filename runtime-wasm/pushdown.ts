@@ -14,7 +14,7 @@ import {
 } from "./layout";
 import { dropTables, transBase } from "./tables";
 import { COUNT_MAX, HIST, REC, R_COUNT, R_DONE, R_HIST, R_RING, recBase, recCount } from "./records";
-import { K_EOS, K_TEXT, allocZero, tokBytesPtr, tokOffPtr } from "./vocab";
+import { K_EOS, K_TEXT, allocZero, tokBytesPtr, tokOffPtr, wantHeights } from "./vocab";
 import { hashPair, maskCacheBytes, maskCacheClear, mix } from "./pairs";
 
 // =================================================================================================
@@ -674,6 +674,7 @@ export function pdaInit(): bool {
   if (!pdaAlive(pdaStep(setA, ALL_CLASSES, setB), setB)) return false;
   initialCfg = cfIntern(setB);
   pdaMode = true;
+  wantHeights(); // for the runs of pushdown-masks.ts
   return true;
 }
 

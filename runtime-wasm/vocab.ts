@@ -12,7 +12,6 @@
 
 import { F_YIELD, H_CLASSMAP, H_NCLASSES, H_NSTATES, NONE16, flagsOf, hdr, region } from "./layout";
 import { tables_ok, transBase } from "./tables";
-import { pdaMode } from "./pushdown";
 
 // ---- Vocabulary (ABI 2) ---------------------------------------------------------------------------
 
@@ -449,6 +448,12 @@ let textBitsPtr: usize = 0;
  * whose run of plain (text) steps is as long (pushdown-masks.ts: a bounded string's positions).
  */
 let heightsPtr: usize = 0;
+let heightsWanted: bool = false;
+
+/** Have `vocab_ready` record the nodes' heights (pushdown.ts, when it sets pushdown mode up). */
+export function wantHeights(): void {
+  heightsWanted = true;
+}
 
 function plainClassTable(): usize {
   const classmap = region(H_CLASSMAP);
@@ -526,7 +531,7 @@ function finishNodes(): void {
   plainBitsPtr = allocZero(bits);
   textBitsPtr = allocZero(bits);
   // Heights only for the pushdown walks (pushdown-masks.ts), the ones that use them.
-  const withHeights = pdaMode;
+  const withHeights = heightsWanted;
   if (withHeights) heightsPtr = heap.alloc(<usize>nNodes);
   const acc = heap.alloc(<usize>maxDepth + 2 + 256);
   memory.fill(acc, 0xff, <usize>maxDepth + 2);
