@@ -216,7 +216,8 @@ class Converter {
     const branches = s[k];
     if (!Array.isArray(branches) || branches.length === 0) throw this.error("E0903", `${k} takes a non-empty array of schemas`, `${ptr}/${k}`);
     const rest = Object.fromEntries(Object.entries(s).filter(([key]) => key !== k));
-    const merged = branches.map((b, i) => (hasValidation(rest) ? this.merge(rest, this.deref(b, `${ptr}/${k}/${i}`), ptr, `${ptr}/${k}/${i}`) : b));
+    const order = (s as { [PROPERTY_ORDER]?: string[] })[PROPERTY_ORDER];
+    const merged = branches.map((b, i) => (hasValidation(rest) ? inOrder(this.merge(rest, this.deref(b, `${ptr}/${k}/${i}`), ptr, `${ptr}/${k}/${i}`), order) : b));
     if (k === "oneOf") {
       const exact = this.oneOf(merged, `${ptr}/${k}`);
       if (exact !== undefined) return exact;
@@ -402,7 +403,16 @@ class Converter {
   private mergeAll(s: Record<string, unknown>, ptr: string): Schema {
     const parts = s["allOf"] as unknown[];
     let acc: Schema = Object.fromEntries(Object.entries(s).filter(([k]) => k !== "allOf"));
-    parts.forEach((p, i) => { acc = this.merge(acc, this.deref(p, `${ptr}/allOf/${i}`), ptr, `${ptr}/allOf/${i}`); });
+    const branch = (x: unknown): Schema | undefined => { try { return this.deref(x, ptr); } catch { return undefined; } };
+    const order = propertyNames(acc, branch);
+    parts.forEach((p, i) => {
+      const d = this.deref(p, `${ptr}/allOf/${i}`);
+      acc = this.merge(acc, d, ptr, `${ptr}/allOf/${i}`);
+      order.push(...propertyNames(d, branch));
+    });
+    // A member's anyOf or oneOf branches are merged later (`alternatives`), after every member's own
+    // properties: note where the member put their names, so that a branch's come there.
+    if (isObj(acc) && (Array.isArray(acc["anyOf"]) || Array.isArray(acc["oneOf"]))) acc = Object.assign({ ...acc }, { [PROPERTY_ORDER]: order });
     return acc;
   }
 
@@ -1010,6 +1020,32 @@ class Converter {
     };
     return `"\\"" ${walk(root)}`;
   }
+}
+
+/**
+ * The order of property names in an allOf whose members hold anyOf or oneOf branches (mergeAll):
+ * each member's names where the member is, its branches' with it.
+ */
+const PROPERTY_ORDER = Symbol("property order");
+
+/** The names of `s`'s properties, then those of its anyOf and oneOf branches (`deref`: a branch as a schema, or undefined). */
+function propertyNames(s: Schema, deref: (branch: unknown) => Schema | undefined): string[] {
+  if (!isObj(s)) return [];
+  const names = isObj(s["properties"]) ? Object.keys(s["properties"]) : [];
+  for (const k of ["anyOf", "oneOf"]) {
+    const bs = s[k];
+    if (Array.isArray(bs)) for (const b of bs) { const d = deref(b); if (isObj(d) && isObj(d["properties"])) names.push(...Object.keys(d["properties"])); }
+  }
+  return names;
+}
+
+/** `s` with its properties in `order` (names not in it after, as they were); `s` when there is none. */
+function inOrder(s: Schema, order: string[] | undefined): Schema {
+  if (!order || !isObj(s) || !isObj(s["properties"])) return s;
+  const props = s["properties"];
+  const rank = (k: string) => { const i = order.indexOf(k); return i < 0 ? order.length : i; };
+  const keys = Object.keys(props).sort((a, b) => rank(a) - rank(b)); // stable
+  return { ...s, properties: Object.fromEntries(keys.map((k) => [k, props[k]])) };
 }
 
 function hasValidation(s: Record<string, unknown>): boolean {

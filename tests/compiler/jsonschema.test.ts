@@ -477,6 +477,26 @@ describe("diagnostics", () => {
     expect(m.feed("{\"b\":\"x\",\"a\":5}").ok).toBe(false);
   });
 
+  it("allOf with an anyOf member: a branch's properties come where the member is, between the members before and after it", async () => {
+    // MaskBench Github_medium---o60846's shape: the branches' properties came after the last member's.
+    // (Each branch requires its property, so neither takes the other's as an additional one.)
+    const schema = JSON.stringify({
+      allOf: [
+        { type: "object", properties: { match: { type: "string" }, browser: { type: "string" } }, required: ["match"] },
+        { anyOf: [{ properties: { devices: { type: "object" } }, required: ["devices"] }, { properties: { device: { type: "string" } }, required: ["device"] }] },
+        { properties: { platforms: { type: "array", items: { type: "string" } }, engine: { type: "string" } } },
+      ],
+    });
+    const spec = await Spec.load(compileToWasm(compileJsonSchema(schema, "o.schema.json")));
+    const ok = (t: string) => { const m = spec.matcher(); const r = m.feed(t); return r.ok && m.accepting; };
+    expect([
+      '{"match":"W","browser":"C","devices":{},"platforms":["x"],"engine":"B"}',
+      '{"match":"W","device":"d","engine":"B"}',
+      '{"match":"W","platforms":["x"],"devices":{}}',
+      '{"match":"W","engine":"B","device":"d"}',
+    ].map(ok)).toEqual([true, true, false, false]);
+  });
+
   it("compact output has no whitespace between tokens", async () => {
     const c = compileJsonSchema('{"type":"array","items":{"type":"integer"}}', "c.schema.json", { compact: true });
     const spec = await Spec.load(compileToWasm(c));
