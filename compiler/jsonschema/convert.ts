@@ -355,10 +355,12 @@ class Converter {
   /**
    * The schema `s` stands for, for merging: its `$ref` chain followed (iteratively) to a schema
    * without one, and the sibling keywords met on the way merged into it (`$ref` with siblings is
-   * their allOf). A chain that comes back to a pointer it passed never reaches a schema: E0905.
+   * their allOf). Their properties come in the order of the text: the referenced schema's first
+   * where `$ref` is written before `properties`, else after. A chain that comes back to a pointer
+   * it passed never reaches a schema: E0905.
    */
   private deref(s: unknown, ptr: string): Schema {
-    const chain: { siblings: Record<string, unknown>; ptr: string }[] = [];
+    const chain: { siblings: Record<string, unknown>; ptr: string; refFirst: boolean }[] = [];
     const seen = new Set<string>();
     let cur = s, curPtr = ptr;
     while (isObj(cur) && typeof cur["$ref"] === "string") {
@@ -366,13 +368,19 @@ class Converter {
       if (seen.has(p)) throw this.error("E0905", `the $ref chain ${[...seen, p].map((x) => `#${x}`).join(" → ")} never reaches a schema`, `${curPtr}/$ref`);
       seen.add(p);
       const siblings = refSiblings(cur);
-      if (siblings) chain.push({ siblings, ptr: curPtr });
+      if (siblings) {
+        const keys = Object.keys(cur);
+        chain.push({ siblings, ptr: curPtr, refFirst: !("properties" in siblings) || keys.indexOf("$ref") < keys.indexOf("properties") });
+      }
       cur = this.at(p, `${curPtr}/$ref`);
       curPtr = p;
     }
     if (typeof cur !== "boolean" && !isObj(cur)) throw this.error("E0903", "a schema is an object or a boolean", curPtr);
     let acc: Schema = cur;
-    for (let i = chain.length - 1; i >= 0; i--) acc = this.merge(chain[i]!.siblings, acc, chain[i]!.ptr, curPtr);
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const { siblings, ptr: at, refFirst } = chain[i]!;
+      acc = refFirst && "properties" in siblings ? this.merge(acc, siblings, curPtr, at) : this.merge(siblings, acc, at, curPtr);
+    }
     return acc;
   }
 

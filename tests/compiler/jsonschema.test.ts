@@ -497,6 +497,20 @@ describe("diagnostics", () => {
     ].map(ok)).toEqual([true, true, false, false]);
   });
 
+  it("$ref with sibling properties: the referenced schema's properties first where $ref is written first, else the siblings'", async () => {
+    // MaskBench Github_medium---o77739's shape: a schema that extends another by $ref.
+    const base = { $defs: { base: { type: "object", properties: { id: { type: "integer" } }, required: ["id"] } } };
+    const ok = async (schema: object, t: string) => {
+      const spec = await Spec.load(compileToWasm(compileJsonSchema(JSON.stringify(schema), "r.schema.json")));
+      const m = spec.matcher();
+      return m.feed(t).ok && m.accepting;
+    };
+    const refFirst = { $ref: "#/$defs/base", properties: { extra: { type: "string" } }, ...base };
+    const propsFirst = { properties: { extra: { type: "string" } }, $ref: "#/$defs/base", ...base };
+    expect([await ok(refFirst, '{"id":1,"extra":"x"}'), await ok(refFirst, '{"extra":"x","id":1}')]).toEqual([true, false]);
+    expect([await ok(propsFirst, '{"id":1,"extra":"x"}'), await ok(propsFirst, '{"extra":"x","id":1}')]).toEqual([false, true]);
+  });
+
   it("compact output has no whitespace between tokens", async () => {
     const c = compileJsonSchema('{"type":"array","items":{"type":"integer"}}', "c.schema.json", { compact: true });
     const spec = await Spec.load(compileToWasm(c));
