@@ -9,6 +9,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
+import { evaluate } from "../../compiler/jsonschema/evaluate.js";
 
 export interface MaskBenchTest { description: string; valid: boolean; data: unknown }
 export interface MaskBenchCase { name: string; description: string; schema: unknown; tests: MaskBenchTest[] }
@@ -40,12 +41,13 @@ export const instanceText = (data: unknown): string => JSON.stringify(data);
 /**
  * For a schema: an instance's text with every object's keys in the order its schema lists them
  * (the object's schema found along the instance: `$ref`s within the document followed, the
- * `properties` of the schema, then of its allOf, anyOf and oneOf members, a name at its first
- * place; other names after, as they came), or null when that is its text already. The engines,
- * like the issue, take properties in the order of `properties`, and MaskBench puts its instances
- * in that order only for the schemas LLGuidance compiles; the runner tries this text on a valid
- * instance an engine rejected, to tell a rejection for the order alone from the others. A
- * heuristic: it does not tell which branch of an anyOf an object is.
+ * `properties` of the schema, then of its allOf members and of the anyOf and oneOf branches the
+ * object satisfies, a name at its first place; other names after, as they came), or null when
+ * that is its text already. The engines, like the issue, take properties in the order of
+ * `properties`, and MaskBench puts its instances in that order only for the schemas LLGuidance
+ * compiles; the runner tries this text on a valid instance an engine rejected, to tell a rejection
+ * for the order alone from the others. A heuristic: JavaScript puts integer-like keys first
+ * whatever the order asked, and sibling keywords of a `$ref` are not looked at.
  */
 export function schemaOrder(schema: unknown): (data: unknown) => string | null {
   type Obj = Record<string, unknown>;
@@ -60,20 +62,27 @@ export function schemaOrder(schema: unknown): (data: unknown) => string | null {
     }
     return resolve(t, depth + 1);
   };
-  /** The schema and the members of its allOf, anyOf and oneOf, in order, references resolved. */
-  const parts = (s: unknown, out: Obj[], depth: number): Obj[] => {
+  /**
+   * The schema and the members of its allOf, in order, references resolved, and of each anyOf and
+   * oneOf the branch `x` satisfies (evaluate.ts; the first that may, where none surely does).
+   */
+  const parts = (s: unknown, x: unknown, out: Obj[], depth: number): Obj[] => {
     const o = resolve(s, 0);
     if (!o || depth > 8 || out.includes(o)) return out;
     out.push(o);
-    for (const k of ["allOf", "anyOf", "oneOf"]) {
-      const a = o[k];
-      if (Array.isArray(a)) for (const x of a) parts(x, out, depth + 1);
+    if (Array.isArray(o["allOf"])) for (const m of o["allOf"]) parts(m, x, out, depth + 1);
+    for (const k of ["anyOf", "oneOf"]) {
+      const bs = o[k];
+      if (!Array.isArray(bs)) continue;
+      const verdicts = bs.map((b) => evaluate(b, x, schema));
+      const i = verdicts.indexOf(true) >= 0 ? verdicts.indexOf(true) : verdicts.indexOf(undefined);
+      if (i >= 0) parts(bs[i], x, out, depth + 1);
     }
     return out;
   };
   const reorder = (x: unknown, s: unknown): unknown => {
     if (x === null || typeof x !== "object") return x;
-    const ps = parts(s, [], 0);
+    const ps = parts(s, x, [], 0);
     if (Array.isArray(x)) {
       return x.map((v, i) => {
         for (const p of ps) {
