@@ -216,8 +216,8 @@ class Converter {
     const branches = s[k];
     if (!Array.isArray(branches) || branches.length === 0) throw this.error("E0903", `${k} takes a non-empty array of schemas`, `${ptr}/${k}`);
     const rest = Object.fromEntries(Object.entries(s).filter(([key]) => key !== k));
-    const order = (s as { [PROPERTY_ORDER]?: string[] })[PROPERTY_ORDER];
-    const merged = branches.map((b, i) => (hasValidation(rest) ? inOrder(this.merge(rest, this.deref(b, `${ptr}/${k}/${i}`), ptr, `${ptr}/${k}/${i}`), order) : b));
+    const order = (s as { [PROPERTY_ORDER]?: NameOrder })[PROPERTY_ORDER];
+    const merged = branches.map((b, i) => (hasValidation(rest) ? inOrder(this.merge(rest, this.deref(b, `${ptr}/${k}/${i}`), ptr, `${ptr}/${k}/${i}`), order && branchOrder(order, k, i)) : b));
     if (k === "oneOf") {
       const exact = this.oneOf(merged, `${ptr}/${k}`);
       if (exact !== undefined) return exact;
@@ -1032,19 +1032,25 @@ class Converter {
 
 /**
  * The order of property names in an allOf whose members hold anyOf or oneOf branches (mergeAll):
- * each member's names where the member is, its branches' with it.
+ * each member's names where the member is, and there its anyOf's and oneOf's, per branch.
  */
 const PROPERTY_ORDER = Symbol("property order");
+type NameOrder = (string | { k: "anyOf" | "oneOf"; branches: string[][] })[];
 
-/** The names of `s`'s properties, then those of its anyOf and oneOf branches (`deref`: a branch as a schema, or undefined). */
-function propertyNames(s: Schema, deref: (branch: unknown) => Schema | undefined): string[] {
+/** The names of `s`'s properties, then those of each branch of its anyOf and oneOf (`deref`: a branch as a schema, or undefined). */
+function propertyNames(s: Schema, deref: (branch: unknown) => Schema | undefined): NameOrder {
   if (!isObj(s)) return [];
-  const names = isObj(s["properties"]) ? Object.keys(s["properties"]) : [];
-  for (const k of ["anyOf", "oneOf"]) {
+  const names: NameOrder = isObj(s["properties"]) ? Object.keys(s["properties"]) : [];
+  for (const k of ["anyOf", "oneOf"] as const) {
     const bs = s[k];
-    if (Array.isArray(bs)) for (const b of bs) { const d = deref(b); if (isObj(d) && isObj(d["properties"])) names.push(...Object.keys(d["properties"])); }
+    if (Array.isArray(bs)) names.push({ k, branches: bs.map((b) => { const d = deref(b); return isObj(d) && isObj(d["properties"]) ? Object.keys(d["properties"]) : []; }) });
   }
   return names;
+}
+
+/** The names in `order` for branch i of its `k` (every branch of the other keyword's, in turn). */
+function branchOrder(order: NameOrder, k: "anyOf" | "oneOf", i: number): string[] {
+  return order.flatMap((x) => (typeof x === "string" ? [x] : x.k === k ? (x.branches[i] ?? []) : x.branches.flat()));
 }
 
 /** `s` with its properties in `order` (names not in it after, as they were); `s` when there is none. */

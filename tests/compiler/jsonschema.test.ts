@@ -497,6 +497,26 @@ describe("diagnostics", () => {
     ].map(ok)).toEqual([true, true, false, false]);
   });
 
+  it("allOf with a oneOf member whose branches list a shared name in different places: each branch keeps its own order", async () => {
+    // MaskBench Github_trivial---o64859's shape: "state" is first in one branch, second in the other.
+    const schema = JSON.stringify({
+      allOf: [
+        { oneOf: [
+          { type: "object", properties: { state: { const: "stopped" } }, required: ["state"] },
+          { type: "object", properties: { current: { type: "number" }, state: { const: "running" } }, required: ["state", "current"] },
+        ] },
+        { properties: { id: { type: "number" } }, required: ["id"] },
+      ],
+    });
+    const spec = await Spec.load(compileToWasm(compileJsonSchema(schema, "o.schema.json")));
+    const ok = (t: string) => { const m = spec.matcher(); const r = m.feed(t); return r.ok && m.accepting; };
+    expect([
+      '{"state":"stopped","id":1}',
+      '{"current":5,"state":"running","id":1}',
+      '{"state":"running","current":5,"id":1}',
+    ].map(ok)).toEqual([true, true, false]);
+  });
+
   it("$ref with sibling properties: the referenced schema's properties first where $ref is written first, else the siblings'", async () => {
     // MaskBench Github_medium---o77739's shape: a schema that extends another by $ref.
     const base = { $defs: { base: { type: "object", properties: { id: { type: "integer" } }, required: ["id"] } } };
