@@ -14,7 +14,7 @@ import {
 } from "./layout";
 import { transBase } from "./tables";
 import {
-  NODE, allocZero, clearRange, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr, keepsPlain,
+  NODE, allocZero, clearRange, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr, plainSuccessor,
   plainNode, trieMask, setBit, setRange, stackPtr, stateMaskPtr, tagPtr, trieIdsPtr, vocabPhase, walkTrans,
 } from "./vocab";
 import { cfInternal, pdaCacheCheck, pdaMode } from "./pushdown";
@@ -82,7 +82,7 @@ let loopPtr: usize = 0;
 }
 
 function plainLoopOf(t: u32): bool {
-  const yes = keepsPlain(walkTrans, t);
+  const yes = plainSuccessor(walkTrans, t) == t;
   store<u8>(loopPtr + <usize>t, yes ? 1 : 2);
   return yes;
 }

@@ -179,7 +179,7 @@ function readsTextTo(s0: u32, e: u32): bool {
   // Between characters first: its lead bytes give every other reader state its automaton state.
   for (let u: u32 = 0; u < U8_STATES; u++) {
     const s = load<u32>(textMap + (<usize>u << 2));
-    if (s == 0xffffffff) continue; // not reached while ok: every reader state is some lead byte's next
+    if (s == 0xffffffff) continue; // not reached: every reader state is some lead byte's next (or false came first)
     for (let b: u32 = 0x80; b < 0x100; b++) {
       const n = textNext(u, b);
       if (n == U8_STATES) continue;
@@ -196,7 +196,6 @@ function readsTextTo(s0: u32, e: u32): bool {
   }
   return true;
 }
-
 
 /** After pdaStep into the set at depth d (c pairs visited): note whether it is one pair. */
 // @ts-ignore: decorator

@@ -464,17 +464,6 @@ function plainClassTable(): usize {
   return plainClassPtr;
 }
 
-/** Whether every plain class takes state q to itself in the transition table `trans`. */
-export function keepsPlain(trans: usize, q: u32): bool {
-  const plain = plainClassPtr;
-  const nc = hdr(H_NCLASSES);
-  const row = trans + (<usize>(q * nc) << 1);
-  for (let c: u32 = 0; c < nc; c++) {
-    if (load<u8>(plain + <usize>c) != 0 && <u32>load<u16>(row + (<usize>c << 1)) != q) return false;
-  }
-  return true;
-}
-
 /** The state every plain class takes q to in `trans`, or NONE16 when they do not all go to one state. */
 export function plainSuccessor(trans: usize, q: u32): u32 {
   const plain = plainClassPtr;
@@ -520,9 +509,10 @@ export function textNext(u: u32, b: u32): u32 {
 
 /**
  * Bytes become classes (the nodes hold bytes until here) and the plain and text bits (and in
- * pushdown mode the heights) are set, in one pass backwards (a node's subtree comes after it). For text, each node gets the reader states from
- * which its subtree is valid (a bit each): its byte may come there and every child's subtree is
- * valid from the state after it; `acc[d]` gathers the children at depth d of the node to come.
+ * pushdown mode the heights) are set, in one pass backwards (a node's subtree comes after it). For
+ * text, each node gets the reader states from which its subtree is valid (a bit each): its byte may
+ * come there and every child's subtree is valid from the state after it; `acc[d]` gathers the
+ * children at depth d of the node to come.
  */
 function finishNodes(): void {
   const classmap = region(H_CLASSMAP);

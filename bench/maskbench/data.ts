@@ -9,7 +9,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
-import { evaluate } from "../../compiler/jsonschema/evaluate.js";
+import { evaluate, isObj } from "../../compiler/jsonschema/evaluate.js";
 
 export interface MaskBenchTest { description: string; valid: boolean; data: unknown }
 export interface MaskBenchCase { name: string; description: string; schema: unknown; tests: MaskBenchTest[] }
@@ -51,7 +51,6 @@ export const instanceText = (data: unknown): string => JSON.stringify(data);
  */
 export function schemaOrder(schema: unknown): (data: unknown) => string | null {
   type Obj = Record<string, unknown>;
-  const isObj = (x: unknown): x is Obj => x !== null && typeof x === "object" && !Array.isArray(x);
   const resolve = (s: unknown, depth: number): Obj | null => {
     if (!isObj(s)) return null;
     const ref = s["$ref"];

@@ -370,7 +370,7 @@ class Converter {
       const siblings = refSiblings(cur);
       if (siblings) {
         const keys = Object.keys(cur);
-        chain.push({ siblings, ptr: curPtr, refFirst: !("properties" in siblings) || keys.indexOf("$ref") < keys.indexOf("properties") });
+        chain.push({ siblings, ptr: curPtr, refFirst: "properties" in siblings && keys.indexOf("$ref") < keys.indexOf("properties") });
       }
       cur = this.at(p, `${curPtr}/$ref`);
       curPtr = p;
@@ -379,7 +379,7 @@ class Converter {
     let acc: Schema = cur;
     for (let i = chain.length - 1; i >= 0; i--) {
       const { siblings, ptr: at, refFirst } = chain[i]!;
-      acc = refFirst && "properties" in siblings ? this.merge(acc, siblings, curPtr, at) : this.merge(siblings, acc, at, curPtr);
+      acc = refFirst ? this.merge(acc, siblings, curPtr, at) : this.merge(siblings, acc, at, curPtr);
     }
     return acc;
   }
@@ -1057,8 +1057,9 @@ function branchOrder(order: NameOrder, k: "anyOf" | "oneOf", i: number): string[
 function inOrder(s: Schema, order: string[] | undefined): Schema {
   if (!order || !isObj(s) || !isObj(s["properties"])) return s;
   const props = s["properties"];
-  const rank = (k: string) => { const i = order.indexOf(k); return i < 0 ? order.length : i; };
-  const keys = Object.keys(props).sort((a, b) => rank(a) - rank(b)); // stable
+  const at = new Map<string, number>();
+  order.forEach((k, i) => { if (!at.has(k)) at.set(k, i); });
+  const keys = Object.keys(props).sort((a, b) => (at.get(a) ?? order.length) - (at.get(b) ?? order.length)); // stable
   return { ...s, properties: Object.fromEntries(keys.map((k) => [k, props[k]])) };
 }
 
