@@ -365,12 +365,24 @@ function attachVocabulary(ex: SpecExports, vocab: VocabularySource, vocabSize: n
 
 // ---- Spec --------------------------------------------------------------------------------------------
 
+/** The exports of a disposed spec: any use throws. */
+const DISPOSED = new Proxy({} as SpecExports, {
+  get(_, name) {
+    throw new Error(`specc: this Spec was disposed (Spec.dispose), so ${String(name)} cannot run; load the .wasm again to use it`);
+  },
+});
+
 /** A loaded specc .wasm. */
 export class Spec {
   /** The spec states (markers), in id order. */
   readonly states: readonly Readonly<TableSpecState>[];
   /** The raw numeric exports (docs/abi.md), for hosts that drive the ABI directly. */
-  readonly exports: SpecExports;
+  get exports(): SpecExports {
+    return this.ex;
+  }
+  private ex: SpecExports;
+  /** Gives the memory back to the pool of bindings/instantiate.ts (a spec loaded through the shared runtime). */
+  private release: (() => void) | undefined;
   /** The byte-level DFA, as parsed from the module's tables (with `calls` for a pushdown grammar). */
   readonly dfa: Readonly<ByteDfa>;
   /**
@@ -427,7 +439,7 @@ export class Spec {
   private readonly classRep: Int16Array;
 
   private constructor(exports: SpecExports, states: TableSpecState[], dfa: ByteDfa) {
-    this.exports = exports;
+    this.ex = exports;
     this.states = Object.freeze(states.map((s) => Object.freeze({ ...s })));
     this.tokens = Object.freeze(tokenMarkers(states));
     this.dfa = dfa;
@@ -457,8 +469,9 @@ export class Spec {
     if (damaged) throw badWasm(`${what} cannot be used: ${damaged}`);
     let instance: WebAssembly.Instance;
     let module: WebAssembly.Module;
+    let release: (() => void) | undefined;
     try {
-      ({ instance, module } = await instantiateSpec(bytes));
+      ({ instance, module, release } = await instantiateSpec(bytes));
     } catch (e) {
       throw badWasm(`${what} is not a specc .wasm: ${(e as Error).message}`);
     }
@@ -536,8 +549,28 @@ export class Spec {
     }
     const spec = new Spec(exports, parsed.states, parsed.dfa);
     spec.vocab = vocab;
+    spec.release = release;
     if (vocab && opts.precompute) spec.precompute();
     return spec;
+  }
+
+  /**
+   * Done with this spec: its memory goes back to be reused by the next `Spec.load`, which then
+   * skips most of a fresh memory's cost (a server that loads a grammar per request should call
+   * this). Afterwards every call on the spec, its matchers and its engines throws, and a mask view
+   * taken from them reads another spec's memory: drop them first. Calling it again does nothing.
+   */
+  dispose(): void {
+    if (this.disposed) return;
+    this.ex = DISPOSED;
+    this.views.length = 0;
+    this.release?.();
+    this.release = undefined;
+  }
+
+  /** Whether `dispose` was called. */
+  get disposed(): boolean {
+    return this.ex === DISPOSED;
   }
 
   /**
@@ -707,12 +740,14 @@ export class Matcher {
   readonly spec: Spec;
   /** @internal the module's matcher handle */
   readonly handle: number;
-  private readonly ex: SpecExports;
+  /** The spec's exports, read on each call: a disposed spec's throw. */
+  private get ex(): SpecExports {
+    return this.spec.exports;
+  }
 
   /** @internal use `Spec.matcher()` */
   constructor(spec: Spec) {
     this.spec = spec;
-    this.ex = spec.exports;
     this.handle = this.ex.m_new();
     if (this.handle < 0) throw new Error("specc runtime: cannot create a matcher (no valid tables)");
   }
@@ -1000,7 +1035,6 @@ export function applyMask(logits: Float32Array, mask: Int32Array): void {
 /** An Engine over a loaded .wasm, driving one matcher through its snapshot/restore ABI. */
 export function wasmEngine(spec: Spec): Engine {
   const m = spec.matcher();
-  const ex = spec.exports;
   return {
     initial: () => spec.initialState,
     feed(s, bytes) {
@@ -1008,10 +1042,11 @@ export function wasmEngine(spec: Spec): Engine {
       const r = m.feed(bytes);
       return r.ok ? m.state : -(1 + r.offset);
     },
-    env: (s) => ex.state_env_next(s),
-    flags: (s) => ex.state_flags(s),
-    specState: (s) => ex.state_spec(s),
+    env: (s) => spec.exports.state_env_next(s),
+    flags: (s) => spec.exports.state_flags(s),
+    specState: (s) => spec.exports.state_spec(s),
     nextMarkers(s) {
+      const ex = spec.exports;
       const n = ex.next_count(s);
       const out: number[] = [];
       for (let i = 0; i < n; i++) out.push(ex.next_at(s, i));

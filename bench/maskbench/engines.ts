@@ -130,7 +130,11 @@ export async function runSpecc(c: MaskBenchCase, v: LoadedVocab, compile: Schema
   m.maskView();
   const ttfmUs = since(t0) / 1e3;
   const eos = v.vocab.eos[0]!;
-  return { ttfmUs, ...replay({ reset: () => m.reset(), mask: () => m.maskView(), has: bitSet, commit: (tok) => m.commit(tok) !== "rejected" }, eos, instances) };
+  try {
+    return { ttfmUs, ...replay({ reset: () => m.reset(), mask: () => m.maskView(), has: bitSet, commit: (tok) => m.commit(tok) !== "rejected" }, eos, instances) };
+  } finally {
+    spec.dispose(); // as XGrammar's matcher and compiled grammar are disposed below
+  }
 }
 
 export async function runXGrammar(c: MaskBenchCase, xv: XGrammarVocab, eos: number, instances: TokenizedInstance[]): Promise<EngineResult> {

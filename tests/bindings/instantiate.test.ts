@@ -2,7 +2,8 @@
  * The shared runtime (bindings/instantiate.ts): every spec specc writes is instantiated through one
  * compiled runtime, with its tables written into a fresh memory. It must behave exactly like the
  * whole .wasm instantiated on its own (same tables in memory, same start-up, same masks), fall back
- * for modules of another shape, and keep specs apart (each has its own memory).
+ * for modules of another shape, and keep specs apart (each has its own memory). A disposed spec's
+ * memory is reused by the next load, zeroed: a spec loaded into it masks as one in a fresh memory.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -74,6 +75,58 @@ describe("shared runtime", () => {
         steps++;
       }
       expect(steps).toBeGreaterThan(10);
+    }
+  });
+
+  it("a released memory is given to the next instance as a fresh one: byte for byte what a new memory holds after start-up", async () => {
+    const a = await instantiateSpec(json);
+    const mem = (a.instance.exports as Exports).memory;
+    new Uint8Array(mem.buffer).fill(0xab); // everything dirty: tables, the runtime's data, the heap
+    a.release!();
+    const b = await instantiateSpec(react);
+    expect((b.instance.exports as Exports).memory).toBe(mem);
+    const fresh = await instantiateSpec(react);
+    const want = new Uint8Array((fresh.instance.exports as Exports).memory.buffer);
+    const got = new Uint8Array(mem.buffer);
+    expect(got.length).toBeGreaterThanOrEqual(want.length);
+    // The first byte that differs (-1: none), not a diff of megabytes.
+    expect(got.findIndex((x, i) => x !== (i < want.length ? want[i] : 0))).toBe(-1);
+  });
+
+  it("a disposed spec's memory goes to the next load, which masks as in a fresh memory; the disposed spec refuses every call", async () => {
+    const vocab = await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama3_1"));
+    const tok = await loadPackageTokenizer("llama3_1");
+    const ids = tok.encode('Thought: look it up\nAction: web_search\nAction Input: {"q": [1, [2, {"a": null, "b": "xyz"}]]}\n');
+    const masksAlong = (spec: Spec): Int32Array[] => {
+      const m = spec.matcher();
+      const out: Int32Array[] = [];
+      for (const id of ids) {
+        out.push(m.maskView().slice());
+        if (m.commit(id) === "rejected") break;
+      }
+      return out;
+    };
+    // Each load after a dispose of the other kind (DFA ↔ pushdown), so the reused memory holds the
+    // other spec's tables, vocabulary, caches and matchers.
+    let last = await Spec.load(json, { vocab });
+    masksAlong(last);
+    for (const wasm of [react, json, react]) {
+      const used = last.exports.memory;
+      const old = last.matcher();
+      last.dispose();
+      last.dispose(); // twice: nothing more
+      expect(last.disposed).toBe(true);
+      expect(() => last.matcher()).toThrow(/disposed/);
+      expect(() => old.maskView()).toThrow(/disposed/);
+      expect(() => old.commit(ids[0]!)).toThrow(/disposed/);
+      const reused = await Spec.load(wasm, { vocab });
+      expect(reused.exports.memory).toBe(used);
+      const fresh = await Spec.load(wasm, { vocab }); // the pool is empty again: a new memory
+      expect(fresh.exports.memory).not.toBe(used);
+      const a = masksAlong(reused), b = masksAlong(fresh);
+      expect(a.length).toBeGreaterThan(20);
+      expect(a).toEqual(b);
+      last = reused;
     }
   });
 
