@@ -25,13 +25,13 @@ import { tokenize, tokenSpan, type GToken } from "./lexer.js";
 import { MAX_CODE_POINT } from "./utf8.js";
 
 
-type RawItem =
+export type RawItem =
   | { kind: "string" | "class" | "dot" | "name"; t: GToken }
   | { kind: "group"; open: GToken; alts: RawAlts; close: GToken }
   | { kind: "quant"; body: RawItem; q: RawQuant };
-interface RawQuant { op: string; open: GToken; close: GToken; min: GToken | null; max: GToken | null; comma: boolean }
-interface RawAlts { seqs: RawItem[][]; seps: GToken[] }
-interface RawRule { name: GToken; defn: GToken; alts: RawAlts }
+export interface RawQuant { op: string; open: GToken; close: GToken; min: GToken | null; max: GToken | null; comma: boolean }
+export interface RawAlts { seqs: RawItem[][]; seps: GToken[] }
+export interface RawRule { name: GToken; defn: GToken; alts: RawAlts }
 
 /** A construct that llama.cpp or XGrammar rejects or reads differently (reported once per kind, as a warning). */
 export interface Portability {
@@ -67,6 +67,11 @@ const DESCRIBE: Record<string, string> = {
 
 export function parseGrammarAst(file: string, text: string, maxNesting = Infinity): ParsedGrammar {
   const toks = tokenize(file, text, maxNesting);
+  return new Converter(file, text, toks).convert(parseLL1(toks) ?? parseNearley(file, text, toks));
+}
+
+/** The tokens' parse by nearley (gbnf.ne): the notation's definition, and the syntax errors' source. */
+export function parseNearley(file: string, text: string, toks: GToken[]): RawRule[] {
   const parser = nearleyParser(compiled, toks);
   try {
     parser.feed("");
@@ -77,7 +82,83 @@ export function parseGrammarAst(file: string, text: string, maxNesting = Infinit
   const results = parser.results as Cons<ConsRule>[];
   if (results.length === 0) throw syntaxError(file, text, parser, undefined, toks);
   // The grammar is unambiguous (a rule name is a distinct token), so there is exactly one parse.
-  return new Converter(file, text, toks).convert(listOf(results[0]!).map((r) => ({ name: r.name, defn: r.defn, alts: flattenAlts(r.alts) })));
+  return listOf(results[0]!).map((r) => ({ name: r.name, defn: r.defn, alts: flattenAlts(r.alts) }));
+}
+
+/**
+ * The parse gbnf.ne gives, by recursive descent: the notation is LL(1) (a rule starts at its
+ * `rulename` token), and nearley's Earley parse of a machine-written grammar (the JSON Schema front
+ * end writes thousands of tokens) spent most of a schema's compile time making its items and
+ * collecting them. Null where the tokens are not a grammar: nearley then parses them again, and
+ * its table says what was expected where (syntaxError). tests/compiler/grammar.test.ts checks that
+ * both give the same tree.
+ */
+export function parseLL1(toks: readonly GToken[]): RawRule[] | null {
+  let i = 0;
+  const type = (): string | undefined => toks[i]?.type;
+  const alts = (): RawAlts | null => {
+    const seqs: RawItem[][] = [];
+    const seps: GToken[] = [];
+    for (;;) {
+      const seq: RawItem[] = [];
+      for (let item = atom(); item; item = atom()) {
+        for (let q = quant(); q; q = quant()) item = { kind: "quant", body: item, q };
+        seq.push(item);
+      }
+      if (failed) return null;
+      seqs.push(seq);
+      if (type() !== "pipe") return { seqs, seps };
+      seps.push(toks[i++]!);
+    }
+  };
+  let failed = false;
+  const atom = (): RawItem | null => {
+    const t = toks[i];
+    switch (t?.type) {
+      case "string": i++; return { kind: "string", t };
+      case "charclass": i++; return { kind: "class", t };
+      case "dot": i++; return { kind: "dot", t };
+      case "name": i++; return { kind: "name", t };
+      case "lparen": {
+        i++;
+        const inner = alts();
+        if (!inner || type() !== "rparen") return (failed = true), null;
+        return { kind: "group", open: t, alts: inner, close: toks[i++]! };
+      }
+    }
+    return null;
+  };
+  const quant = (): RawQuant | null => {
+    const t = toks[i];
+    if (t?.type === "star" || t?.type === "plus" || t?.type === "question") {
+      i++;
+      return { op: t.type === "star" ? "*" : t.type === "plus" ? "+" : "?", open: t, close: t, min: null, max: null, comma: false };
+    }
+    if (t?.type !== "lbrace") return null;
+    const min = toks[i + 1];
+    if (min?.type !== "int") return (failed = true), null;
+    i += 2;
+    let comma = false;
+    let max: GToken | null = null;
+    if (type() === "comma") {
+      comma = true;
+      i++;
+      if (type() === "int") max = toks[i++]!;
+    }
+    if (type() !== "rbrace") return (failed = true), null;
+    return { op: "{}", open: t, close: toks[i++]!, min, max, comma };
+  };
+  const rules: RawRule[] = [];
+  while (i < toks.length) {
+    const name = toks[i]!;
+    const defn = toks[i + 1];
+    if (name.type !== "rulename" || defn?.type !== "defn") return null;
+    i += 2;
+    const a = alts();
+    if (!a) return null;
+    rules.push({ name, defn, alts: a });
+  }
+  return rules;
 }
 
 // The parse tree as gbnf.ne builds it: lists are cons cells, newest first (see its note).

@@ -26,6 +26,9 @@ import { PdaRunner, grammarToPda } from "../../compiler/grammar/pda.js";
 import { emitGrammar } from "../../compiler/emit-grammar.js";
 import { grammarByteDfa } from "../../compiler/compile.js";
 import { NameGen } from "../../compiler/grammar/lower.js";
+import { tokenize, type GToken } from "../../compiler/grammar/lexer.js";
+import { parseLL1, parseNearley, type RawRule } from "../../compiler/grammar/parse.js";
+import { jsonSchemaToGbnf } from "../../compiler/jsonschema/index.js";
 import { complementCodePoints, decodeUtf8Sequence, encodeUtf8, normalizeCodePoints, utf8Sequences } from "../../compiler/grammar/utf8.js";
 
 const EX = "examples/grammars";
@@ -537,6 +540,54 @@ describe("grammar parser fuzz", () => {
     "é", "=", "'a'", "a-b", "_x", "9", "\\", "\t", "\r\n", "😀", "[\\]]", "[a-]");
   it("random token soups always end in a grammar or a positioned diagnostic", () => {
     fc.assert(fc.property(fc.array(token, { maxLength: 40 }), (toks) => { outcome(toks.join(" ")); }), { numRuns: 2000, seed: 42 });
+  });
+
+  it("the recursive-descent parse is nearley's: the same tree, and none exactly where nearley finds a syntax error", () => {
+    let trees = 0;
+    let errors = 0;
+    const same = (src: string): void => {
+      let toks: GToken[];
+      try {
+        toks = tokenize("t.gbnf", src);
+      } catch (e) {
+        if (!(e instanceof SpecError)) throw e;
+        return; // a lexical error: neither parser runs
+      }
+      let slow: RawRule[] | null = null;
+      try {
+        slow = parseNearley("t.gbnf", src, toks);
+      } catch (e) {
+        if (!(e instanceof SpecError)) throw e;
+      }
+      expect(parseLL1(toks)).toStrictEqual(slow);
+      if (slow) trees++;
+      else errors++;
+    };
+    const peers = join("..", "shared", "peer-suites");
+    const grammars = [...exampleFiles.map(source), ...readdirSync(FIX).map((f) => readFileSync(`${FIX}/${f}`, "utf8"))];
+    for (const f of ["xgrammar-grammar-cases.json", "llamacpp-grammar-cases.json"]) {
+      try {
+        grammars.push(...(JSON.parse(readFileSync(join(peers, f), "utf8")) as { grammar: string }[]).map((c) => c.grammar));
+      } catch { /* ../shared absent: the examples and fixtures still run */ }
+    }
+    try {
+      for (const c of JSON.parse(readFileSync(join(peers, "llamacpp-schema-cases.json"), "utf8")) as { schema: unknown }[]) {
+        try {
+          grammars.push(jsonSchemaToGbnf(c.schema, "s.json").gbnf);
+        } catch { /* a schema the front end refuses */ }
+      }
+    } catch { /* ../shared absent */ }
+    // The JSON Schema front end's own output: the grammars the fast path is for.
+    grammars.push(jsonSchemaToGbnf({ type: "object", properties: { a: { type: "array", items: { type: "string", maxLength: 5 }, maxItems: 3 }, b: { enum: [1, "x", null] } }, required: ["a"] }, "s.json").gbnf);
+    grammars.forEach(same);
+    fc.assert(fc.property(fc.array(token, { maxLength: 40 }), (toks) => same(toks.join(" "))), { numRuns: 2000, seed: 43 });
+    fc.assert(fc.property(fc.nat(grammars.length - 1), fc.nat(), fc.nat(), (g, at, len) => {
+      const t = grammars[g]!;
+      const i = at % (t.length + 1);
+      same(t.slice(0, i) + t.slice(i + (len % 6)));
+    }), { numRuns: 1500, seed: 44 });
+    expect(trees).toBeGreaterThan(300);
+    expect(errors).toBeGreaterThan(300);
   });
 
   it("mutated examples always end in a grammar or a positioned diagnostic", () => {
