@@ -69,6 +69,8 @@ export interface SpecExports {
   vocab_ready(): number;
   /** `vocab_ready` for a trie a runtime has checked before (docs/abi.md); absent in older runtimes. */
   vocab_adopt?(): number;
+  /** Reserve the nodes' derived bits for `vocab_adopt` to take as written (docs/abi.md); absent in older runtimes. */
+  vocab_alloc_derived?(): number;
   vocab_size(): number;
   vocab_max_depth(): number;
   mask_words(): number;
@@ -318,11 +320,15 @@ const VOCAB_ERRORS: Record<number, string> = {
  * Per vocabulary and vocabSize: how many specs have attached it, and from the second on, the trie
  * built here and whether a runtime's `vocab_ready` has checked it. A checked trie is written as it
  * is into later specs and adopted unchecked (`vocab_adopt`), which saves most of an attach (the
- * check, like the runtime's own build, reads every token's bytes in trie order).
+ * check, like the runtime's own build, reads every token's bytes in trie order). With it, the
+ * nodes' derived bits a runtime computed for that trie (plain, text; heights in pushdown mode),
+ * which depend on the tokens alone: written into later specs, they leave the runtime only the
+ * nodes' bytes to turn into classes (1.7 ms a load on Llama 3, most of what an attach had left).
  */
-const tries = new WeakMap<VocabularySource, Map<number, { uses: number; trie?: TokenTrie; checked: boolean }>>();
+interface TrieCache { uses: number; trie?: TokenTrie; checked: boolean; derived?: { plain: Uint8Array; text: Uint8Array; heights?: Uint8Array } }
+const tries = new WeakMap<VocabularySource, Map<number, TrieCache>>();
 
-function trieCache(vocab: VocabularySource, vocabSize: number): { uses: number; trie?: TokenTrie; checked: boolean } {
+function trieCache(vocab: VocabularySource, vocabSize: number): TrieCache {
   let byVocab = tries.get(vocab);
   if (!byVocab) tries.set(vocab, (byVocab = new Map()));
   let c = byVocab.get(vocabSize);
@@ -358,9 +364,29 @@ function attachVocabulary(ex: SpecExports, vocab: VocabularySource, vocabSize: n
   new Uint8Array(buf, ex.vocab_region(3), layout.tokBytes.length).set(layout.tokBytes);
   new Uint8Array(buf, ex.vocab_region(4), layout.tokKind.length).set(layout.tokKind);
   const mine = cache !== undefined && trie !== undefined && trie === cache.trie;
+  // The derived bits, where this runtime can take them and the cache has them for its mode.
+  const heights = ex.pda_mode?.() === 1;
+  const derived = mine && cache.checked && cache.derived && (cache.derived.heights !== undefined || !heights) ? cache.derived : undefined;
+  if (derived && ex.vocab_alloc_derived?.() === 0) {
+    const b = ex.memory.buffer;
+    new Uint8Array(b, ex.vocab_region(5), derived.plain.length).set(derived.plain);
+    new Uint8Array(b, ex.vocab_region(6), derived.text.length).set(derived.text);
+    if (heights) new Uint8Array(b, ex.vocab_region(7), derived.heights!.length).set(derived.heights!);
+  }
   const r = mine && cache.checked ? ex.vocab_adopt!() : ex.vocab_ready();
   if (r !== 0) throw new Error(`cannot attach the vocabulary: ${VOCAB_ERRORS[r] ?? `error ${r}`}`);
-  if (mine) cache.checked = true;
+  if (!mine || !trie) return;
+  cache.checked = true;
+  if (!derived && ex.vocab_alloc_derived) {
+    const b = ex.memory.buffer;
+    const bits = ((trie.nNodes + 31) >>> 5) << 2;
+    const h = ex.vocab_region(7);
+    cache.derived = {
+      plain: new Uint8Array(b, ex.vocab_region(5), bits).slice(),
+      text: new Uint8Array(b, ex.vocab_region(6), bits).slice(),
+      heights: heights && h !== 0 ? new Uint8Array(b, h, trie.nNodes).slice() : cache.derived?.heights,
+    };
+  }
 }
 
 // ---- Spec --------------------------------------------------------------------------------------------

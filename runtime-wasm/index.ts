@@ -39,6 +39,7 @@ export {
   vocab_region,
   vocab_ready,
   vocab_adopt,
+  vocab_alloc_derived,
   vocab_size,
   mask_words,
   vocab_max_depth,

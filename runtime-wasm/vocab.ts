@@ -108,7 +108,10 @@ export function vocab_alloc(size: i32, nodes: i32, trieTokens: i32, bytes: i32):
   return 0;
 }
 
-/** Address of vocabulary region `k` (0 nodes, 1 trie_ids, 2 tok_off, 3 tok_bytes, 4 tok_kind), 0 if none. */
+/**
+ * Address of vocabulary region `k` (0 nodes, 1 trie_ids, 2 tok_off, 3 tok_bytes, 4 tok_kind; the
+ * nodes' derived bits: 5 plain, 6 text, 7 heights, once ready or reserved), 0 if none.
+ */
 export function vocab_region(k: i32): i32 {
   if (vocabPhase == 0) return 0;
   switch (k) {
@@ -117,6 +120,9 @@ export function vocab_region(k: i32): i32 {
     case 2: return <i32>tokOffPtr;
     case 3: return <i32>tokBytesPtr;
     case 4: return <i32>tokKindPtr;
+    case 5: return <i32>plainBitsPtr;
+    case 6: return <i32>textBitsPtr;
+    case 7: return <i32>heightsPtr;
   }
   return 0;
 }
@@ -311,6 +317,23 @@ export function vocab_adopt(): i32 {
   return ready(true);
 }
 
+/**
+ * Reserve the nodes' derived bits, for a host that has them from an earlier instance (read at
+ * `vocab_region` 5, 6, 7 after its `vocab_ready`): between `vocab_alloc` (nodes ≥ 1) and
+ * `vocab_adopt`, which then takes them as written and only turns the nodes' bytes into classes.
+ * They depend on the token bytes alone, not on the tables. 0, or -1 (no host trie, or not between
+ * those calls). Region 7 (the heights) is 0 in DFA mode, which has none: the host writes no heights.
+ */
+export function vocab_alloc_derived(): i32 {
+  if (vocabPhase != 1 || nNodes == 0 || derivedGiven) return -1;
+  const bits = ((<usize>nNodes + 31) >>> 5) << 2;
+  plainBitsPtr = heap.alloc(bits);
+  textBitsPtr = heap.alloc(bits);
+  if (heightsWanted) heightsPtr = heap.alloc(<usize>nNodes);
+  derivedGiven = true;
+  return 0;
+}
+
 function ready(trusted: bool): i32 {
   if (vocabPhase != 1) return -1;
   const V = vocabSize;
@@ -348,7 +371,8 @@ function ready(trusted: bool): i32 {
     const t = buildTrie(md);
     if (t != 0) return t;
   }
-  finishNodes();
+  if (trusted && derivedGiven) classNodes();
+  else finishNodes();
   // Bookkeeping for the mask cache.
   eosPtr = allocZero(<usize>nEos << 2);
   let e: usize = 0;
@@ -432,7 +456,8 @@ export function trieMask(): usize {
 /**
  * Plain and text subtrees. Plain: the byte classes of the printable ASCII bytes but the quote and
  * the backslash (u8 per class, 1 = plain), and a bit per trie node set when its subtree (the node
- * included) has plain classes only. Text: a bit per node set when every token of its subtree, from
+ * included) has those bytes only (so plain classes only; the bits depend on the tokens alone, and
+ * a host may keep them for its next instance: `vocab_alloc_derived`). Text: a bit per node set when every token of its subtree, from
  * the node's byte on, is the start of UTF-8 text of characters that are neither controls (nor DEL)
  * nor the quote or the backslash, the node's byte starting a character. A walk that reaches such a
  * node in a state that keeps itself on every plain class (plain), or that also reads any such text
@@ -449,6 +474,14 @@ let textBitsPtr: usize = 0;
  */
 let heightsPtr: usize = 0;
 let heightsWanted: bool = false;
+/** The host wrote the derived bits (`vocab_alloc_derived`). */
+let derivedGiven: bool = false;
+
+/** The bytes a plain subtree is made of: printable ASCII but the quote and the backslash. */
+// @ts-ignore: decorator
+@inline function plainByte(b: u32): bool {
+  return b - 0x20 < 0x5f && b != 0x22 && b != 0x5c;
+}
 
 /** Have `vocab_ready` record the nodes' heights (pushdown.ts, when it sets pushdown mode up). */
 export function wantHeights(): void {
@@ -507,6 +540,18 @@ export function textNext(u: u32, b: u32): u32 {
   return b <= 0x8f ? 2 : U8_STATES;
 }
 
+/** Bytes become classes, the derived bits being the host's (`vocab_alloc_derived`). */
+function classNodes(): void {
+  const classmap = region(H_CLASSMAP);
+  plainClassTable();
+  const nodes = nodesPtr, n = nNodes;
+  for (let i: u32 = 1; i < n; i++) {
+    const p = nodes + <usize>i * NODE;
+    const w0 = load<u32>(p);
+    store<u32>(p, (w0 & 0xffffff00) | <u32>load<u8>(classmap + <usize>(w0 & 0xff)));
+  }
+}
+
 /**
  * Bytes become classes (the nodes hold bytes until here) and the plain and text bits (and in
  * pushdown mode the heights) are set, in one pass backwards (a node's subtree comes after it). For
@@ -516,7 +561,7 @@ export function textNext(u: u32, b: u32): u32 {
  */
 function finishNodes(): void {
   const classmap = region(H_CLASSMAP);
-  const plain = plainClassTable();
+  plainClassTable();
   const bits = ((<usize>nNodes + 31) >>> 5) << 2;
   plainBitsPtr = allocZero(bits);
   textBitsPtr = allocZero(bits);
@@ -541,7 +586,7 @@ function finishNodes(): void {
     const d = <usize>(w0 >>> 8);
     const c = <u32>load<u8>(classmap + b);
     store<u32>(p, (w0 & 0xffffff00) | c);
-    if (load<u8>(plain + <usize>c) == 0) bad = i;
+    if (!plainByte(b)) bad = i;
     const kids = <u32>load<u8>(acc + d + 1);
     store<u8>(acc + d + 1, 0xff);
     if (withHeights) {

@@ -15,8 +15,9 @@ import {
 import { emitWasm, loadRuntimeWasm } from "../../compiler/emit-wasm.js";
 import { seal } from "../../compiler/seal.js";
 import { Spec, buildTokenTrie, type TokenTrie } from "../../bindings/spec.js";
+import { instantiateSpec } from "../../bindings/instantiate.js";
 import { Vocabulary } from "../../bindings/vocab.js";
-import { compileSource, compileToWasm } from "../../compiler/compile.js";
+import { compileGrammarSource, compileSource, compileToWasm } from "../../compiler/compile.js";
 import { tokenizerJsonPath } from "../helpers/tokenizers.js";
 
 // ---- A toy spec, by hand -------------------------------------------------------------------------
@@ -716,6 +717,78 @@ describe("vocabulary ABI", () => {
       expect(masks[2]).toEqual(masks[0]);
       for (const m of ms) expect(m.feed(text.subarray(i, i + 7)).ok).toBe(true);
     }
+  });
+
+  it("from the third Spec on, the nodes' derived bits are the copy a binding kept of the second's: the same bits and masks, pushdown and DFA", async () => {
+    const vocab = await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama3_1"));
+    const pda = compileToWasm(compileSource(readFileSync("examples/tool-json.agent", "utf8"), "examples/tool-json.agent"));
+    const dfa = compileToWasm(compileSource(readFileSync("examples/react.agent", "utf8"), "examples/react.agent"));
+    const text = new TextEncoder().encode('Thought: x\nAction: web_search\nAction Input: {"a": [1, {"b": "c d e"}], "f": "\\u00e9 ok"}\n');
+    const bitsOf = (s: Spec) => {
+      const ex = s.exports, n = buildTokenTrie(s.vocab!).nNodes, bytes = ((n + 31) >>> 5) << 2;
+      const at = (k: number, len: number) => (ex.vocab_region!(k) ? Array.from(new Uint8Array(ex.memory.buffer, ex.vocab_region!(k), len)) : null);
+      return [at(5, bytes), at(6, bytes), at(7, n)];
+    };
+    const masksOf = (s: Spec) => {
+      const m = s.matcher(), out: Int32Array[] = [];
+      for (let i = 0; i <= text.length; i += 5) {
+        out.push(m.maskView().slice());
+        if (!m.feed(text.subarray(i, i + 5)).ok) break;
+      }
+      return out;
+    };
+    // 1: the runtime builds the trie; 2: the binding's trie, checked, and its bits kept; 3, 5: bits
+    // given (with heights); 4: bits given to a DFA spec (no heights).
+    const specs = [];
+    for (const w of [pda, pda, pda, dfa, pda]) specs.push(await Spec.load(w, { vocab }));
+    const [p1, p2, p3, d4, p5] = specs as [Spec, Spec, Spec, Spec, Spec];
+    const want = bitsOf(p2);
+    expect(want.every((b) => b !== null && b.some((x) => x !== 0))).toBe(true);
+    expect(bitsOf(p1)).toEqual(want);
+    expect(bitsOf(p3)).toEqual(want);
+    expect(bitsOf(p5)).toEqual(want);
+    expect(bitsOf(d4)).toEqual([want[0], want[1], null]);
+    const masks = masksOf(p1);
+    expect(masks.length).toBeGreaterThan(15);
+    for (const s of [p2, p3, p5]) expect(masksOf(s)).toEqual(masks);
+    const dfaFresh = await Spec.load(dfa, { vocab: await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama3_1")) }); // another vocabulary object: nothing cached
+    expect(masksOf(d4)).toEqual(masksOf(dfaFresh));
+  });
+
+  it("vocab_adopt uses the derived bits it is given: wrong ones give wrong masks", async () => {
+    const vocab = await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama3_1"));
+    // One line: every plain byte keeps the state, so the walk allows plain subtrees whole.
+    const wasm = compileToWasm(compileGrammarSource('root ::= [^\\n]* "\\n"\n', "line.gbnf"));
+    const right = await Spec.load(wasm, { vocab });
+    const want = right.matcher().maskView().slice();
+    // The same vocabulary attached by hand, every node's plain and text bit set.
+    const { instance } = await instantiateSpec(wasm);
+    const ex = instance.exports as unknown as Exports;
+    expect(ex.pda_mode!()).toBe(0);
+    const trie = buildTokenTrie(vocab);
+    expect(ex.vocab_alloc!(vocab.size, trie.nNodes, trie.trieIds.length, trie.tokBytes.length)).toBe(0);
+    let buf = ex.memory.buffer;
+    new Uint32Array(buf, ex.vocab_region!(0), trie.nodes.length).set(trie.nodes);
+    new Uint32Array(buf, ex.vocab_region!(1), trie.trieIds.length).set(trie.trieIds);
+    new Uint32Array(buf, ex.vocab_region!(2), trie.tokOff.length).set(trie.tokOff);
+    new Uint8Array(buf, ex.vocab_region!(3), trie.tokBytes.length).set(trie.tokBytes);
+    new Uint8Array(buf, ex.vocab_region!(4), trie.tokKind.length).set(trie.tokKind);
+    expect(ex.vocab_alloc_derived!()).toBe(0);
+    expect(ex.vocab_alloc_derived!()).toBe(-1); // once
+    expect(ex.vocab_region!(7)).toBe(0); // DFA mode: no heights
+    buf = ex.memory.buffer;
+    const bytes = ((trie.nNodes + 31) >>> 5) << 2;
+    new Uint8Array(buf, ex.vocab_region!(5), bytes).fill(0xff);
+    new Uint8Array(buf, ex.vocab_region!(6), bytes).fill(0xff);
+    expect(ex.vocab_adopt!()).toBe(0);
+    const got = Array.from(new Int32Array(ex.memory.buffer, ex.mask_ptr!(ex.initial_state!()), right.maskWords));
+    // A token that starts on the line and goes on after its end (";\n\n") is allowed now: it lies
+    // in the subtree of its first byte, which keeps the state.
+    const id = Array.from({ length: vocab.size }, (_, i) => vocab.tokenBytes(i))
+      .findIndex((b) => !!b && b.length > 2 && b[0]! > 0x20 && b[0]! < 0x7f && b[0] !== 0x22 && b[0] !== 0x5c && b.indexOf(10) > 0 && b.indexOf(10) < b.length - 1);
+    expect(id).toBeGreaterThan(0);
+    expect(((want[id >> 5]! >>> (id & 31)) & 1)).toBe(0);
+    expect(((got[id >> 5]! >>> (id & 31)) & 1)).toBe(1);
   });
 
   it("vocab_adopt takes only a trie the host wrote", async () => {
