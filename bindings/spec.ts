@@ -325,7 +325,12 @@ const VOCAB_ERRORS: Record<number, string> = {
  * which depend on the tokens alone: written into later specs, they leave the runtime only the
  * nodes' bytes to turn into classes (1.7 ms a load on Llama 3, most of what an attach had left).
  */
-interface TrieCache { uses: number; trie?: TokenTrie; checked: boolean; derived?: { plain: Uint8Array; text: Uint8Array; heights?: Uint8Array } }
+interface TrieCache {
+  uses: number;
+  trie?: TokenTrie;
+  checked: boolean;
+  derived?: { plain: Uint8Array; text: Uint8Array; heights?: Uint8Array };
+}
 const tries = new WeakMap<VocabularySource, Map<number, TrieCache>>();
 
 function trieCache(vocab: VocabularySource, vocabSize: number): TrieCache {
