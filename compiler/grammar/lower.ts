@@ -97,6 +97,8 @@ class Lowering {
   private readonly names: NameGen;
   private symbols = 0;
   private readonly classHelpers = new Map<string, number>();
+  /** The same helpers by the class as written (negated or not, its ranges). */
+  private readonly classWritten = new Map<string, number>();
 
   constructor(private readonly ast: GrammarAst, private readonly limits: CfgLimits) {
     this.names = new NameGen(ast.rules.map((r) => r.name));
@@ -185,6 +187,12 @@ class Lowering {
       }
       case "class":
       case "any": {
+        // A class written as before is the helper it became then (its UTF-8 sequences are not
+        // computed and keyed again: a JSON Schema grammar writes the string character class many
+        // times, and that was a fifth of the lowering).
+        const written = e.kind === "any" ? "." : `${e.negated ? "^" : ""}${e.ranges.join(";")}`;
+        const known = this.classWritten.get(written);
+        if (known !== undefined) return [ruleSym(known)];
         const alts = this.classAlts(e);
         if (alts.length === 1) return alts[0]!;
         if (alts.length === 0) return [];
@@ -192,6 +200,7 @@ class Lowering {
         const key = JSON.stringify(alts);
         let h = this.classHelpers.get(key);
         if (h === undefined) this.classHelpers.set(key, (h = this.helper(owner, "class", e.span, alts)));
+        this.classWritten.set(written, h);
         return [ruleSym(h)];
       }
       case "ref": {
