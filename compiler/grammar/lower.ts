@@ -193,13 +193,17 @@ class Lowering {
         const written = e.kind === "any" ? "." : `${e.negated ? "^" : ""}${e.ranges.join(";")}`;
         const known = this.classWritten.get(written);
         if (known !== undefined) return [ruleSym(known)];
-        const alts = this.classAlts(e);
-        if (alts.length === 1) return alts[0]!;
-        if (alts.length === 0) return [];
-        // A class that needs several byte sequences becomes one helper, shared by every use of it.
-        const key = JSON.stringify(alts);
+        const set = this.classSet(e);
+        // A class that needs several byte sequences becomes one helper, shared by every use of its
+        // set of characters (which its sequences are a function of).
+        const key = set.join(";");
         let h = this.classHelpers.get(key);
-        if (h === undefined) this.classHelpers.set(key, (h = this.helper(owner, "class", e.span, alts)));
+        if (h === undefined) {
+          const alts = this.classAlts(e, set);
+          if (alts.length === 1) return alts[0]!;
+          if (alts.length === 0) return [];
+          this.classHelpers.set(key, (h = this.helper(owner, "class", e.span, alts)));
+        }
         this.classWritten.set(written, h);
         return [ruleSym(h)];
       }
@@ -255,10 +259,13 @@ class Lowering {
     return out;
   }
 
-  private classAlts(e: Extract<GExpr, { kind: "class" | "any" }>): Sym[][] {
-    let set: CpRange[];
-    if (e.kind === "any") set = complementCodePoints([]);
-    else set = e.negated ? complementCodePoints(e.ranges) : normalizeCodePoints(e.ranges);
+  /** The characters a class matches, normalized. */
+  private classSet(e: Extract<GExpr, { kind: "class" | "any" }>): CpRange[] {
+    if (e.kind === "any") return complementCodePoints([]);
+    return e.negated ? complementCodePoints(e.ranges) : normalizeCodePoints(e.ranges);
+  }
+
+  private classAlts(e: Extract<GExpr, { kind: "class" | "any" }>, set = this.classSet(e)): Sym[][] {
     if (set.length === 0) {
       this.errors.push(new SpecError("E0708", e.kind === "class" && e.negated
         ? "this negated character class excludes every character, so it matches nothing"
