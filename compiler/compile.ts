@@ -109,8 +109,9 @@ export function grammarByteDfa(d: GrammarDfa | GrammarPda): ByteDfa {
  * `limits.maxDepth` the grammar compiles to a pushdown automaton (exact at any nesting depth);
  * with it, to the bounded-depth DFA of grammar/regular.ts.
  */
-export function compileGrammarSource(text: string, file: string, limits: Limits = {}, start = "root", called?: readonly string[]): CompiledGrammar {
-  const cfg = parseGrammar(text, file, { start, limits: limits.grammarLimits });
+export function compileGrammarSource(text: string, file: string, limits: Limits = {}, start = "root", called?: readonly string[],
+  warnings = true): CompiledGrammar {
+  const cfg = parseGrammar(text, file, { start, limits: limits.grammarLimits, warnings });
   let byteDfa: ByteDfa;
   let info: Omit<CompiledGrammar["grammar"], "cfg">;
   if (limits.maxDepth === undefined) {

@@ -376,7 +376,7 @@ function lowerGrammarContent(key: string, prop: List, args: SExpr[], ctx: LowerO
   }
   let cfg;
   try {
-    cfg = parseGrammar(text, gfile, { start, limits: schema ? { maxRepeat: MAX_BOUND } : undefined });
+    cfg = parseGrammar(text, gfile, { start, limits: schema ? { maxRepeat: MAX_BOUND } : undefined, warnings: !schema });
   } catch (e) {
     if (!(e instanceof SpecError)) throw e;
     for (const err of [e, ...((e as SpecError & { more?: SpecError[] }).more ?? [])]) {
@@ -386,8 +386,8 @@ function lowerGrammarContent(key: string, prop: List, args: SExpr[], ctx: LowerO
     delete (e as SpecError & { more?: SpecError[] }).more;
     return undefined;
   }
-  if (schema) cfg.warnings.length = 0; // about the generated grammar text, which the user never wrote
-  else if (inline) for (const w of cfg.warnings) remapInline(w, src);
+  // A schema's generated grammar has no warnings (warnings: false): the user never wrote it.
+  if (inline && !schema) for (const w of cfg.warnings) remapInline(w, src);
   if (!ok) return undefined;
   return { kind: "grammar", cfg, source: { file: gfile, inline, start }, maxDepth, span: prop.span };
 }

@@ -77,9 +77,8 @@ function compileTool(src: JsonSource, name: string, schema: unknown, schemaPtr: 
   const sub: JsonSource = schemaPtr === null ? jsonSourceOf(schema, src.file) : { ...src, value: schema, base: schemaPtr };
   const grammar = (gbnf: string, what: string) => {
     try {
-      const cfg = parseGrammar(gbnf, `${src.file} (${what} of tool ${name})`, { limits: { maxRepeat: MAX_BOUND }, portability: false });
-      cfg.warnings.length = 0; // about generated grammar text the user never wrote
-      return cfg;
+      // No warnings: they would be about generated grammar text the user never wrote.
+      return parseGrammar(gbnf, `${src.file} (${what} of tool ${name})`, { limits: { maxRepeat: MAX_BOUND }, warnings: false });
     } catch (e) {
       if (e instanceof SpecError) (e as { span: unknown }).span = span;
       throw e;

@@ -43,6 +43,8 @@ export interface GrammarOptions {
   portability?: boolean;
   /** Treat warnings as errors. */
   strict?: boolean;
+  /** false: build no warnings at all (grammar text a program wrote, whose warnings no one reads). */
+  warnings?: boolean;
   limits?: Partial<CfgLimits>;
 }
 
@@ -51,13 +53,14 @@ export function parseGrammar(text: string, file: string, opts: GrammarOptions = 
   const { ast, portability } = parseGrammarAst(file, text, limits.maxNesting);
   const lowered = lowerGrammar(ast, opts.start ?? "root", limits);
   const warnings: SpecError[] = [];
-  if (opts.portability !== false) {
+  const warn = opts.warnings !== false;
+  if (warn && opts.portability !== false) {
     for (const p of portability) {
       warnings.push(new SpecError("E0713", p.count > 1 ? `${p.message} (and ${p.count - 1} more like it)` : p.message, p.span));
     }
   }
   const reach = reachableRules(lowered.rules, lowered.start);
-  warnings.push(...unreachableWarnings(lowered.rules, lowered.start, reach));
+  if (warn) warnings.push(...unreachableWarnings(lowered.rules, lowered.start, reach));
   const errors = productivityErrors(lowered.rules, lowered.start, reach);
   throwAll(errors);
   let { rules, start } = compact(lowered.rules, reach, lowered.start);

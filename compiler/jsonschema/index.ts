@@ -11,6 +11,7 @@ export { jsonSchemaToGbnf, intRange, gbnfLit, DEFAULT_MAX_WHITESPACE, type JsonS
 /** Schema text or value → a compiled grammar (pushdown automaton), like a .gbnf file. */
 export function compileJsonSchema(schema: string | unknown, file = "<schema>", opts: JsonSchemaOptions & { limits?: Limits } = {}): CompiledGrammar & { schemaWarnings: SpecError[] } {
   const { gbnf, warnings, called } = jsonSchemaToGbnf(schema, file, opts);
-  const c = compileGrammarSource(gbnf, file, { ...opts.limits, grammarLimits: { maxRepeat: MAX_BOUND, ...opts.limits?.grammarLimits } }, "root", called);
+  // No warnings about the generated grammar: the user never wrote it.
+  const c = compileGrammarSource(gbnf, file, { ...opts.limits, grammarLimits: { maxRepeat: MAX_BOUND, ...opts.limits?.grammarLimits } }, "root", called, false);
   return Object.assign(c, { schemaWarnings: warnings });
 }
