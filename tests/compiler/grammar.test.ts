@@ -272,6 +272,13 @@ describe("grammar diagnostics", () => {
     expect(parseGrammar("root ::= .\n", "p.gbnf", { portability: false }).warnings).toEqual([]);
   });
 
+  it("warnings: false builds none (generated text), and errors are still thrown", () => {
+    const text = 'root ::= "a" x_y\nx_y ::= "b"\nunused ::= "c"\n';
+    expect(parseGrammar(text, "w.gbnf").warnings.map((w) => w.code).sort()).toEqual(["E0709", "E0713"]);
+    expect(parseGrammar(text, "w.gbnf", { warnings: false }).warnings).toEqual([]);
+    expect(() => parseGrammar('root ::= nope\n', "w.gbnf", { warnings: false })).toThrow(/undefined rule nope/);
+  });
+
   it("reports every error it can find, not only the first", () => {
     try {
       parseGrammar('root ::= a b c\na ::= "x"\na ::= "y"\n', "t.gbnf");
