@@ -29,6 +29,7 @@ import { bindTokenMarkers, TokenMarkerError } from "./token-markers.js";
 import { decodeBytes, encodeText, tokenMarkers, type TokenMarker } from "../compiler/tokens.js";
 import { sealProblem } from "../compiler/seal.js";
 import { instantiateSpec } from "./instantiate.js";
+import { installSummaries, keepSummaries, summaryKeys, type Summary, type SummaryKeys } from "./summaries.js";
 
 export const SUPPORTED_ABI_VERSION = 2;
 
@@ -71,6 +72,10 @@ export interface SpecExports {
   vocab_adopt?(): number;
   /** Reserve the nodes' derived bits for `vocab_adopt` to take as written (docs/abi.md); absent in older runtimes. */
   vocab_alloc_derived?(): number;
+  /** A pushdown state's summary, to keep (docs/abi.md, "Summaries"); absent in older runtimes. */
+  sym_get?(q: number, k: number): number;
+  /** Give a pushdown state a kept summary; absent in older runtimes. */
+  sym_install?(q: number, src: number, deepest: number, pairs: number): number;
   vocab_size(): number;
   vocab_max_depth(): number;
   mask_words(): number;
@@ -330,6 +335,8 @@ interface TrieCache {
   trie?: TokenTrie;
   checked: boolean;
   derived?: { plain: Uint8Array; text: Uint8Array; heights?: Uint8Array };
+  /** Pushdown summaries kept from disposed specs, by state key (bindings/summaries.ts). */
+  summaries?: Map<string, Summary>;
 }
 const tries = new WeakMap<VocabularySource, Map<number, TrieCache>>();
 
@@ -581,22 +588,38 @@ export class Spec {
     const spec = new Spec(exports, parsed.states, parsed.dfa);
     spec.vocab = vocab;
     spec.release = release;
+    // Summaries a disposed spec of the same vocabulary computed for the same called machines.
+    if (vocab && pushdown && exports.sym_install) {
+      const kept = trieCache(vocab, spec.vocabSize).summaries;
+      if (kept && kept.size > 0) installSummaries(exports, spec.summaryKeys(), kept);
+    }
     if (vocab && opts.precompute) spec.precompute();
     return spec;
   }
 
   /**
    * Done with this spec: its memory goes back to be reused by the next `Spec.load`, which then
-   * skips most of a fresh memory's cost (a server that loads a grammar per request should call
-   * this). Afterwards every call on the spec, its matchers and its engines throws, and a mask view
+   * skips most of a fresh memory's cost, and a pushdown spec's summaries of its called machines are
+   * kept for the next specs of its vocabulary (bindings/summaries.ts; a server that loads a grammar
+   * per request should call this). Afterwards every call on the spec, its matchers and its engines throws, and a mask view
    * taken from them reads another spec's memory: drop them first. Calling it again does nothing.
    */
   dispose(): void {
     if (this.disposed) return;
+    if (this.vocab && this.pushdown && this.ex.sym_get) {
+      const c = trieCache(this.vocab, this.vocabSize);
+      keepSummaries(this.ex, this.summaryKeys(), (c.summaries ??= new Map()));
+    }
     this.ex = DISPOSED;
     this.views.length = 0;
     this.release?.();
     this.release = undefined;
+  }
+
+  private keys: SummaryKeys | undefined;
+  /** @internal per state, its summary key (bindings/summaries.ts), computed once */
+  summaryKeys(): SummaryKeys {
+    return (this.keys ??= summaryKeys(this.dfa));
   }
 
   /** Whether `dispose` was called. */

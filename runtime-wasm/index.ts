@@ -88,3 +88,5 @@ export {
   cache_evictions,
   cache_compactions,
 } from "./pushdown";
+
+export { sym_get, sym_install } from "./pushdown-masks";

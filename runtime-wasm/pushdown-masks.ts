@@ -11,12 +11,12 @@ import { transBase } from "./tables";
 import {
   NODE, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
   clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, nodeHeight, plainNode, plainSuccessor, setBit, setMaskStore,
-  setRange, textNext, textNode, trieMask, U8_STATES,
+  setRange, textNext, textNode, trieMask, U8_STATES, vocabPhase,
 } from "./vocab";
 import { hashPair, pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
 import {
   PDA_MAX_PAIRS, PDA_MAX_STACK, SET_BYTES, SF_ESCAPE, SK_READS, SYM_BASE, cfCount, cfLoad, cfRec,
-  needOf, needSeen, pairPool, pdaAlive, pdaStep, pnDepth, readsOn, setNeedSeen, stKind,
+  needOf, needSeen, pairPool, pdaAlive, pdaMode, pdaStep, pnDepth, readsOn, setNeedSeen, stKind,
 } from "./pushdown";
 
 // Masks. A configuration's mask is the union of its pairs' masks (a byte step distributes over the
@@ -594,6 +594,58 @@ function pdaSummarize(q: u32): void {
   store<u32>(symStatsPtr + (<usize>q << 3), needSeen);
   store<u32>(symStatsPtr + (<usize>q << 3), maxc, 4);
   store<u32>(symBasePtr + (<usize>q << 2), <u32>base);
+}
+
+// ---- Summaries a host keeps (docs/abi.md, "Summaries") ----
+
+/**
+ * State q's summary, for a host to keep for another instance whose state has the same automaton
+ * below it (the summary depends on that and on the vocabulary alone): 0 while q has none; k = 0 its
+ * base mask's address (`mask_words()` words), 1 its frontier's (u32 n, u32 nodes[n]), 2 the
+ * deepest `depth + need` it checked, 3 the most pairs one of its closures visited.
+ */
+export function sym_get(q: i32, k: i32): i32 {
+  if (!pdaMode || !pdaVocabReady || <u32>q >= hdr(H_NSTATES)) return 0;
+  const base = load<u32>(symBasePtr + (<usize>q << 2));
+  if (base == 0) return 0;
+  switch (k) {
+    case 0: return <i32>base;
+    case 1: return <i32>load<u32>(symFrontPtr + (<usize>q << 2));
+    case 2: return <i32>load<u32>(symStatsPtr + (<usize>q << 3));
+    case 3: return <i32>load<u32>(symStatsPtr + (<usize>q << 3), 4);
+  }
+  return 0;
+}
+
+/**
+ * Give state q a summary another instance computed (`sym_get`), instead of walking the trie for
+ * it: at `src`, the base mask (`mask_words()` words), then u32 n and u32 nodes[n], increasing.
+ * 0, or -1 (not pushdown mode, no vocabulary, q out of range or already summarized, or a frontier
+ * node out of order or range). A summary that does not belong to q gives wrong masks, never an
+ * access outside this module's memory.
+ */
+export function sym_install(q: i32, src: i32, deepest: i32, pairs: i32): i32 {
+  if (!pdaMode || vocabPhase != 2 || <u32>q >= hdr(H_NSTATES)) return -1;
+  pdaVocabInit();
+  if (load<u32>(symBasePtr + (<usize>q << 2)) != 0) return -1;
+  const fsrc = <usize>src + maskBytes;
+  const n = load<u32>(fsrc);
+  if (n > nNodes) return -1;
+  let last: u32 = 0;
+  for (let j: u32 = 0; j < n; j++) {
+    const x = load<u32>(fsrc + 4 + (<usize>j << 2));
+    if (x <= last || x >= nNodes) return -1;
+    last = x;
+  }
+  const base = heap.alloc(maskBytes);
+  memory.copy(base, <usize>src, maskBytes);
+  const front = heap.alloc((<usize>n + 1) << 2);
+  memory.copy(front, fsrc, (<usize>n + 1) << 2);
+  store<u32>(symFrontPtr + (<usize>q << 2), <u32>front);
+  store<u32>(symStatsPtr + (<usize>q << 3), <u32>deepest);
+  store<u32>(symStatsPtr + (<usize>q << 3), <u32>pairs, 4);
+  store<u32>(symBasePtr + (<usize>q << 2), <u32>base);
+  return 0;
 }
 
 // ---- Rejected ranges (summary walks) ----

@@ -1,0 +1,161 @@
+/**
+ * @fileoverview Pushdown summaries kept from one spec for the next (docs/abi.md, "Summaries").
+ *
+ * A pushdown spec's mask at a stack top q starts from q's summary: a trie walk of ~10,000 nodes,
+ * ~150 µs on Llama 3, computed the first time q is on top. It depends only on the automaton below
+ * q (what q reaches through bytes, environment edges and calls) and on the vocabulary. JSON Schema
+ * grammars call the same machines (a string, a number, whitespace) schema after schema, so the
+ * summaries of one spec's states serve the same states of the next: `keep` reads them out of a spec
+ * that is done (Spec.dispose), `install` writes them into a new one (Spec.load).
+ *
+ * A state's key is its called machine's shape, written out in a canonical breadth-first order over
+ * bytes (not the spec's byte classes, which the rest of the grammar decides), and its place in that
+ * order; the map holds the shape's hash, and a summary is installed only where the whole shape is
+ * equal. Two states with one key have the same automaton below them. A machine with a state of
+ * more than one call edge has no canonical order here, and one that reaches more than 256 states
+ * is rarely shared: they get no key (their states are not kept).
+ */
+import type { ByteDfa } from "../compiler/ir.js";
+
+export interface Summary {
+  /** The machine's whole shape, compared on use (the key holds only its hash). */
+  machine: string;
+  /** The base mask (mask words) and the frontier (u32 n, then n trie nodes). */
+  mask: Int32Array;
+  front: Uint32Array;
+  deepest: number;
+  pairs: number;
+}
+
+/** The runtime exports this file uses (absent in runtimes before them). */
+interface SummaryExports {
+  memory: WebAssembly.Memory;
+  mask_words(): number;
+  out_ptr(bytes: number): number;
+  sym_get?(q: number, k: number): number;
+  sym_install?(q: number, src: number, deepest: number, pairs: number): number;
+}
+
+/** At most this many summaries a vocabulary (16 KB each on a 128k vocabulary). */
+const MAX_KEPT = 512;
+/** Machines that reach more states than this get no key (rarely shared, and costly to write out). */
+const MAX_MACHINE = 256;
+
+/** Per state: its key (the machine's hash and the state's place), and the machine's whole shape. */
+export interface SummaryKeys {
+  keys: (string | undefined)[];
+  machines: (string | undefined)[];
+}
+
+/** Two 32-bit FNV-1a lanes over a string: the key's hash (the shape itself is compared on use). */
+function hash(text: string): string {
+  let a = 0x811c9dc5, b = 0x01000193 ^ text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995) ^ (b >>> 15);
+  }
+  return `${(a >>> 0).toString(36)}.${(b >>> 0).toString(36)}`;
+}
+
+/** Per state, its key, or undefined (not in a called machine, or no canonical order). */
+export function summaryKeys(dfa: ByteDfa): SummaryKeys {
+  const { nStates: n, nClasses: nc, classMap, trans, flags, envNext } = dfa;
+  const calls = dfa.calls ?? [];
+  const keys: (string | undefined)[] = new Array(n);
+  const shapes: (string | undefined)[] = new Array(n);
+  // The called machines' start states, each once.
+  const starts = [...new Set(calls.flatMap((cs) => cs.map(([st]) => st)))];
+  // Breadth-first from s; the canonical index of each state reached, in `idx` (-1: not reached).
+  const idx = new Int32Array(n).fill(-1);
+  const reach = (s: number): number[] | undefined => {
+    const order = [s];
+    idx[s] = 0;
+    const visit = (t: number): void => {
+      if (t >= 0 && idx[t] === -1) { idx[t] = order.length; order.push(t); }
+    };
+    for (let i = 0; i < order.length; i++) {
+      if (order.length > MAX_MACHINE) return undefined;
+      const q = order[i]!;
+      for (let b = 0; b < 256; b++) visit(trans[q * nc + classMap[b]!]!);
+      visit(envNext[q]!);
+      const cs = calls[q] ?? [];
+      if (cs.length > 1) return undefined;
+      for (const [st, rt] of cs) { visit(st); visit(rt); }
+    }
+    return order;
+  };
+  const machines: { order: number[]; key: string; shape: string }[] = [];
+  for (const s of starts) {
+    const order = reach(s);
+    if (order) {
+      const parts: number[] = [];
+      for (const q of order) {
+        parts.push(-1, flags[q]!, envNext[q]! < 0 ? -1 : idx[envNext[q]!]!);
+        for (const [st, rt] of calls[q] ?? []) parts.push(-2, idx[st]!, idx[rt]!);
+        // The byte row as runs: (first byte, target) where the target changes.
+        let prev = -3;
+        for (let b = 0; b < 256; b++) {
+          const t = trans[q * nc + classMap[b]!]!;
+          const ti = t < 0 ? -1 : idx[t]!;
+          if (ti !== prev) { parts.push(b, ti); prev = ti; }
+        }
+      }
+      const shape = parts.join(",");
+      machines.push({ order, key: hash(shape), shape });
+      for (const q of order) idx[q] = -1;
+    } else {
+      idx.fill(-1);
+    }
+  }
+  // Smallest machines first, so that a machine's states take its own key, not a caller's.
+  machines.sort((a, b) => a.order.length - b.order.length);
+  for (const { order, key, shape } of machines) {
+    for (let i = 0; i < order.length; i++) {
+      const q = order[i]!;
+      if (keys[q] === undefined) { keys[q] = `${key}#${i}`; shapes[q] = shape; }
+    }
+  }
+  return { keys, machines: shapes };
+}
+
+/** Gives each keyed state whose summary the cache has that summary. Returns how many it installed. */
+export function installSummaries(ex: SummaryExports, { keys, machines }: SummaryKeys, cache: Map<string, Summary>): number {
+  if (!ex.sym_install || cache.size === 0) return 0;
+  const words = ex.mask_words();
+  let installed = 0;
+  for (let q = 0; q < keys.length; q++) {
+    const k = keys[q];
+    const s = k === undefined ? undefined : cache.get(k);
+    // The whole shape compared: a hash that collides installs nothing.
+    if (!s || s.mask.length !== words || s.machine !== machines[q]) continue;
+    const src = ex.out_ptr(4 * words + 4 * s.front.length);
+    const buf = ex.memory.buffer;
+    new Int32Array(buf, src, words).set(s.mask);
+    new Uint32Array(buf, src + 4 * words, s.front.length).set(s.front);
+    if (ex.sym_install(q, src, s.deepest, s.pairs) === 0) installed++;
+  }
+  return installed;
+}
+
+/** Copies the summaries a spec computed for its keyed states into the cache (up to MAX_KEPT). */
+export function keepSummaries(ex: SummaryExports, { keys, machines }: SummaryKeys, cache: Map<string, Summary>): void {
+  if (!ex.sym_get) return;
+  const words = ex.mask_words();
+  for (let q = 0; q < keys.length && cache.size < MAX_KEPT; q++) {
+    const k = keys[q];
+    if (k === undefined || cache.has(k)) continue;
+    const base = ex.sym_get(q, 0);
+    if (base === 0) continue;
+    const buf = ex.memory.buffer;
+    const f = ex.sym_get(q, 1);
+    const n = new Uint32Array(buf, f, 1)[0]!;
+    cache.set(k, {
+      machine: machines[q]!,
+      mask: new Int32Array(buf, base, words).slice(),
+      front: new Uint32Array(buf, f, n + 1).slice(),
+      deepest: ex.sym_get(q, 2),
+      pairs: ex.sym_get(q, 3),
+    });
+  }
+}
