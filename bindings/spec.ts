@@ -601,14 +601,15 @@ export class Spec {
    * Done with this spec: its memory goes back to be reused by the next `Spec.load`, which then
    * skips most of a fresh memory's cost, and a pushdown spec's summaries of its called machines are
    * kept for the next specs of its vocabulary (bindings/summaries.ts; a server that loads a grammar
-   * per request should call this). Afterwards every call on the spec, its matchers and its engines throws, and a mask view
-   * taken from them reads another spec's memory: drop them first. Calling it again does nothing.
+   * per request should call this). Afterwards every call on the spec, its matchers and its engines
+   * throws, and a mask view taken from them reads another spec's memory: drop them first. Calling
+   * it again does nothing.
    */
   dispose(): void {
     if (this.disposed) return;
     if (this.vocab && this.pushdown && this.ex.sym_get) {
       const c = trieCache(this.vocab, this.vocabSize);
-      keepSummaries(this.ex, this.summaryKeys(), (c.summaries ??= new Map()));
+      keepSummaries(this.ex, () => this.summaryKeys(), (c.summaries ??= new Map()));
     }
     this.ex = DISPOSED;
     this.views.length = 0;

@@ -66,44 +66,41 @@ export function summaryKeys(dfa: ByteDfa): SummaryKeys {
   const shapes: (string | undefined)[] = new Array(n);
   // The called machines' start states, each once.
   const starts = [...new Set(calls.flatMap((cs) => cs.map(([st]) => st)))];
-  // Breadth-first from s; the canonical index of each state reached, in `idx` (-1: not reached).
+  // Breadth-first from s, writing the shape as it goes: a state's targets have their canonical
+  // index (`idx`, -1: not reached) as soon as they are visited. Undefined: no key.
   const idx = new Int32Array(n).fill(-1);
-  const reach = (s: number): number[] | undefined => {
+  const reach = (s: number): { order: number[]; shape: string } | undefined => {
     const order = [s];
     idx[s] = 0;
-    const visit = (t: number): void => {
-      if (t >= 0 && idx[t] === -1) { idx[t] = order.length; order.push(t); }
+    const visit = (t: number): number => {
+      if (t < 0) return -1;
+      if (idx[t] === -1) { idx[t] = order.length; order.push(t); }
+      return idx[t]!;
     };
+    const parts: number[] = [];
     for (let i = 0; i < order.length; i++) {
       if (order.length > MAX_MACHINE) return undefined;
       const q = order[i]!;
-      for (let b = 0; b < 256; b++) visit(trans[q * nc + classMap[b]!]!);
-      visit(envNext[q]!);
       const cs = calls[q] ?? [];
       if (cs.length > 1) return undefined;
-      for (const [st, rt] of cs) { visit(st); visit(rt); }
+      parts.push(-1, flags[q]!);
+      // The byte row as runs: (first byte, target) where the target changes.
+      let prev = -3;
+      for (let b = 0; b < 256; b++) {
+        const ti = visit(trans[q * nc + classMap[b]!]!);
+        if (ti !== prev) { parts.push(b, ti); prev = ti; }
+      }
+      parts.push(-2, visit(envNext[q]!));
+      for (const [st, rt] of cs) parts.push(-3, visit(st), visit(rt));
     }
-    return order;
+    return { order, shape: parts.join(",") };
   };
   const machines: { order: number[]; key: string; shape: string }[] = [];
   for (const s of starts) {
-    const order = reach(s);
-    if (order) {
-      const parts: number[] = [];
-      for (const q of order) {
-        parts.push(-1, flags[q]!, envNext[q]! < 0 ? -1 : idx[envNext[q]!]!);
-        for (const [st, rt] of calls[q] ?? []) parts.push(-2, idx[st]!, idx[rt]!);
-        // The byte row as runs: (first byte, target) where the target changes.
-        let prev = -3;
-        for (let b = 0; b < 256; b++) {
-          const t = trans[q * nc + classMap[b]!]!;
-          const ti = t < 0 ? -1 : idx[t]!;
-          if (ti !== prev) { parts.push(b, ti); prev = ti; }
-        }
-      }
-      const shape = parts.join(",");
-      machines.push({ order, key: hash(shape), shape });
-      for (const q of order) idx[q] = -1;
+    const m = reach(s);
+    if (m) {
+      machines.push({ ...m, key: hash(m.shape) });
+      for (const q of m.order) idx[q] = -1;
     } else {
       idx.fill(-1);
     }
@@ -138,9 +135,13 @@ export function installSummaries(ex: SummaryExports, { keys, machines }: Summary
   return installed;
 }
 
-/** Copies the summaries a spec computed for its keyed states into the cache (up to MAX_KEPT). */
-export function keepSummaries(ex: SummaryExports, { keys, machines }: SummaryKeys, cache: Map<string, Summary>): void {
-  if (!ex.sym_get) return;
+/**
+ * Copies the summaries a spec computed for its keyed states into the cache (up to MAX_KEPT). The
+ * keys are asked for only while the cache has room.
+ */
+export function keepSummaries(ex: SummaryExports, keysOf: () => SummaryKeys, cache: Map<string, Summary>): void {
+  if (!ex.sym_get || cache.size >= MAX_KEPT) return;
+  const { keys, machines } = keysOf();
   const words = ex.mask_words();
   for (let q = 0; q < keys.length && cache.size < MAX_KEPT; q++) {
     const k = keys[q];
