@@ -43,7 +43,7 @@ import { ByteFlag } from "../ir.js";
 import { minimize } from "../automata/minimize.js";
 import type { Cfg } from "./cfg.js";
 import {
-  DEFAULT_MAX_GRAMMAR_STATES, END, GrammarLimitError, MAX_CLOSURE_WORK, buildNetwork, itemClosure, mergeClasses, positionClasses,
+  DEFAULT_MAX_GRAMMAR_STATES, END, GrammarLimitError, K_BYTES, MAX_CLOSURE_WORK, buildNetwork, itemClosure, mergeClasses, setClasses,
   type ClosureBudget, type GrammarDfa,
 } from "./regular.js";
 
@@ -84,7 +84,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const called = new Set((opts.called ?? []).map((n) => cfg.rules.findIndex((r) => r.name === n)).filter((i) => i >= 0 && i !== cfg.start));
   const net = buildNetwork(cfg, called);
   const P = net.kind.length;
-  const { classMap, nClasses, posClass } = positionClasses(net);
+  const { classMap, nClasses, setClass } = setClasses(net);
 
   // Local stacks (calls that are not cuts), interned; 0 is the empty stack.
   const stParent: number[] = [0];
@@ -208,21 +208,16 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   // one entry at a time was a third of this function's time).
   let trans = new Int32Array(Math.max(64, nClasses) * 16).fill(-1);
   const rawCalls: [number, number, number][][] = []; // [rule, start, ret]
-  // Per position, the id of the list of byte classes it reads; positions reading the same bytes
-  // share one list.
-  const classLists: number[][] = [];
+  // Per position, the id of the list of byte classes it reads: that of its byte set (interned), or
+  // the empty list (the last) for a position that reads no byte.
+  const classLists: number[][] = net.byteSets.map((_, i) => {
+    const cs: number[] = [];
+    for (let c = 0; c < nClasses; c++) if (setClass[i * nClasses + c]) cs.push(c);
+    return cs;
+  });
+  classLists.push([]);
   const listOfPos = new Int32Array(P);
-  {
-    const ids = new Map<string, number>();
-    for (let p = 0; p < P; p++) {
-      const cs: number[] = [];
-      for (let c = 0; c < nClasses; c++) if (posClass[p * nClasses + c]) cs.push(c);
-      const key = cs.join(",");
-      let id = ids.get(key);
-      if (id === undefined) { id = classLists.length; ids.set(key, id); classLists.push(cs); }
-      listOfPos[p] = id;
-    }
-  }
+  for (let p = 0; p < P; p++) listOfPos[p] = net.kind[p] === K_BYTES ? net.arg[p]! : net.byteSets.length;
   // Per class, which kernel items read it (a bitset over the kernel, W words per class): classes
   // with the same bits have the same successor, computed once. A position that reads most bytes
   // (a string's characters) would otherwise build the same seed set once per class.

@@ -324,22 +324,20 @@ function byteClasses(sets: readonly ByteSym[]): { classMap: Uint8Array; nClasses
 }
 
 /**
- * The byte classes of a network and `posClass[p * nClasses + c]`: byte position p reads class c
- * (shared by the bounded expansion below and the pushdown compilation, pda.ts).
+ * The byte classes of a network and `setClass[s * nClasses + c]`: byte set s (`net.byteSets`,
+ * interned, so far fewer than positions) holds class c; byte position p reads the classes of set
+ * `net.arg[p]` (shared by the bounded expansion below and the pushdown compilation, pda.ts).
  */
-export function positionClasses(net: Network): { classMap: Uint8Array; nClasses: number; posClass: Uint8Array } {
-  const P = net.kind.length;
+export function setClasses(net: Network): { classMap: Uint8Array; nClasses: number; setClass: Uint8Array } {
   const { classMap, nClasses, reps } = byteClasses(net.byteSets);
-  const posClass = new Uint8Array(P * nClasses);
-  for (let p = 0; p < P; p++) {
-    if (net.kind[p] !== K_BYTES) continue;
-    const s = net.byteSets[net.arg[p]!]!;
+  const setClass = new Uint8Array(net.byteSets.length * nClasses);
+  net.byteSets.forEach((s, i) => {
     for (let c = 0; c < nClasses; c++) {
       const b = reps[c]!;
-      if (s.ranges.some(([lo, hi]) => b >= lo && b <= hi)) posClass[p * nClasses + c] = 1;
+      if (s.ranges.some(([lo, hi]) => b >= lo && b <= hi)) setClass[i * nClasses + c] = 1;
     }
-  }
-  return { classMap, nClasses, posClass };
+  });
+  return { classMap, nClasses, setClass };
 }
 
 /**
@@ -385,7 +383,7 @@ export function grammarToDfa(cfg: Cfg, opts: GrammarDfaOptions = {}): GrammarDfa
   if (!Number.isInteger(maxDepth) || maxDepth < 0) throw new RangeError(`maxDepth must be an integer ≥ 0, not ${maxDepth}`);
   const net = buildNetwork(cfg);
   const P = net.kind.length;
-  const { classMap, nClasses, posClass } = positionClasses(net);
+  const { classMap, nClasses, setClass } = setClasses(net);
 
   // Stacks: interned (parent, return position, cut), stack 0 is empty.
   const stParent: number[] = [0];
@@ -472,7 +470,7 @@ export function grammarToDfa(cfg: Cfg, opts: GrammarDfaOptions = {}): GrammarDfa
       let n = 0;
       for (const it of kernel) {
         const pos = it % P;
-        if (posClass[pos * nClasses + c]) seedBuf[n++] = it - pos + net.next[pos]!;
+        if (setClass[net.arg[pos]! * nClasses + c]) seedBuf[n++] = it - pos + net.next[pos]!;
       }
       if (n === 0) { trans.push(-1); continue; }
       const seeds = seedBuf.subarray(0, n).sort();
