@@ -61,18 +61,46 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
     for (let b = 0; b < nB; b++) { bStart[b] = counts[b]!; counts[b + 1]! += counts[b]!; bEnd[b] = bStart[b]!; }
     for (let s = 0; s < n; s++) { const b = keyOf[s]!; blk[s] = b; loc[s] = bEnd[b]!; elems[bEnd[b]!++] = s; }
   }
-  // Whether some transition on `a` enters block B. A splitter without one splits nothing, so it
-  // is not queued: most blocks of a sparse automaton are entered on one or two symbols. Checked
-  // exactly for small blocks; a large block is assumed entered (queuing it is only work).
-  const entered = (B: number, a: number): boolean => {
-    if (bEnd[B]! - bStart[B]! > 8) return true;
-    for (let i = bStart[B]!; i < bEnd[B]!; i++) { const t = elems[i]!; if (invStart[a * n + t + 1]! > invStart[a * n + t]!) return true; }
-    return false;
+  // Per state, the symbols on which some transition enters it (CSR). A splitter (B, a) is queued
+  // only if some transition on `a` enters B (else it splits nothing): most blocks of a sparse
+  // automaton are entered on one or two symbols, so this skips most of the symbols per block.
+  // The symbols entering a block are gathered from its states (`entering`), at a cost the split
+  // that made the block has already paid (each of its states was visited to make it).
+  const inSymStart = new Int32Array(n + 1);
+  let nIn = 0;
+  for (let t = 0; t < n; t++) for (let a = 0; a < nSyms; a++) if (invStart[a * n + t + 1]! > invStart[a * n + t]!) nIn++;
+  const inSyms = new Int32Array(nIn);
+  nIn = 0;
+  for (let t = 0; t < n; t++) {
+    inSymStart[t] = nIn;
+    for (let a = 0; a < nSyms; a++) if (invStart[a * n + t + 1]! > invStart[a * n + t]!) inSyms[nIn++] = a;
+  }
+  inSymStart[n] = nIn;
+  const symSeen = new Int32Array(nSyms).fill(-1);
+  let seenStamp = 0;
+  const enteringA = new Int32Array(nSyms);
+  const enteringB = new Int32Array(nSyms);
+  /** The symbols entering block B, into `out`; returns how many. */
+  const entering = (B: number, out: Int32Array): number => {
+    const stamp = seenStamp++;
+    let k = 0;
+    for (let i = bStart[B]!; i < bEnd[B]!; i++) {
+      const t = elems[i]!;
+      for (let j = inSymStart[t]!; j < inSymStart[t + 1]!; j++) {
+        const a = inSyms[j]!;
+        if (symSeen[a] !== stamp) { symSeen[a] = stamp; out[k++] = a; }
+      }
+    }
+    return k;
   };
   const inW = new Uint8Array((n + 1) * nSyms);
   const work: number[] = [];
   const sinkBlk = blk[sink]!;
-  for (let b = 0; b < nB; b++) if (b !== sinkBlk) for (let a = 0; a < nSyms; a++) { inW[b * nSyms + a] = 1; work.push(b * nSyms + a); }
+  for (let b = 0; b < nB; b++) {
+    if (b === sinkBlk) continue;
+    const k = entering(b, enteringA);
+    for (let i = 0; i < k; i++) { const w = b * nSyms + enteringA[i]!; inW[w] = 1; work.push(w); }
+  }
   // Preallocated scratch (emptying a JS array with `length = 0` frees its storage every time).
   const touched = new Int32Array(n + 1);
   const splitter = new Int32Array(n);
@@ -108,9 +136,17 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
       marked[b] = 0;
       for (let i = bStart[nb]!; i < bEnd[nb]!; i++) blk[elems[i]!] = nb;
       const smaller = bEnd[nb]! - bStart[nb]! <= bEnd[b]! - bStart[b]! ? nb : b;
-      for (let c = 0; c < nSyms; c++) {
-        if (inW[b * nSyms + c]) { if (entered(nb, c)) { inW[nb * nSyms + c] = 1; work.push(nb * nSyms + c); } }
-        else if (!inW[smaller * nSyms + c] && entered(smaller, c)) { inW[smaller * nSyms + c] = 1; work.push(smaller * nSyms + c); }
+      // Where (b, c) is queued, (nb, c) must be too; elsewhere the smaller half is enough.
+      const kn = entering(nb, enteringA);
+      for (let i = 0; i < kn; i++) {
+        const c = enteringA[i]!;
+        if (inW[b * nSyms + c]) { inW[nb * nSyms + c] = 1; work.push(nb * nSyms + c); }
+      }
+      const ks = smaller === nb ? kn : entering(b, enteringB);
+      const syms = smaller === nb ? enteringA : enteringB;
+      for (let i = 0; i < ks; i++) {
+        const c = syms[i]!;
+        if (!inW[b * nSyms + c] && !inW[smaller * nSyms + c]) { inW[smaller * nSyms + c] = 1; work.push(smaller * nSyms + c); }
       }
     }
   }
