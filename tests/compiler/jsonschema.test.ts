@@ -292,6 +292,32 @@ describe("repeated parts are entered by a call (JsonSchemaGrammar.called)", () =
   });
 });
 
+describe("strings with the same bounds, pattern or format, and references used twice, are one called machine", () => {
+  const props = (n: number, sub: object) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, sub]));
+  const name = { enum: Array.from({ length: 40 }, (_, i) => `resources.item-${i * 7919}`) };
+  for (const [what, sub, defs] of [
+    ["maxLength 100", { type: "string", maxLength: 100 }, undefined],
+    ["minLength 3, maxLength 40, pattern", { type: "string", minLength: 3, maxLength: 40, pattern: "^[a-z][a-z0-9-]*$" }, undefined],
+    ["format date-time", { type: "string", format: "date-time" }, undefined],
+    ["$ref to a 40-name enum", { $ref: "#/$defs/name" }, { name }],
+  ] as const) {
+    it(`${what}: six properties cost about what one does, and verdicts agree with ajv`, async () => {
+      const schema = (n: number) => ({ type: "object", properties: props(n, sub), ...(defs ? { $defs: defs } : {}) });
+      const one = await speccOf(schema(1));
+      const six = await speccOf(schema(6));
+      // Expanded in place, each property held a copy of the string's machine: six times the states.
+      expect(six.c.byteDfa.nStates).toBeLessThan(one.c.byteDfa.nStates + 400);
+      const g = jsonSchemaToGbnf(JSON.stringify(schema(6)), "a.schema.json");
+      const rule = g.called.filter((r) => !["ws", "value", "string"].includes(r));
+      expect(rule.length).toBe(1);
+      const values = ['"a"', '"abc"', '"abc-1"', '"Abc"', `"${"a".repeat(40)}"`, `"${"a".repeat(41)}"`, `"${"x".repeat(100)}"`, `"${"x".repeat(101)}"`,
+        '"2024-02-29T12:00:00Z"', '"2024-13-01T00:00:00Z"', '"resources.item-7919"', '"resources.item-7918"', "1"];
+      const texts = values.flatMap((v) => [`{"p0":${v}}`, `{"p0":"abc","p5":${v}}`, `{"p2":${v},"p3":${v}}`]);
+      expectAgreesWithAjv(six.accepts, validator(schema(6)), texts, []);
+    });
+  }
+});
+
 describe("fractional number bounds agree with ajv", () => {
   // Decimal bounds of at most 15 significant digits: the integer part's band takes the fraction
   // from the bound's, digit by digit; next to a strict bound at most 15 significant digits in all
