@@ -292,6 +292,27 @@ describe("repeated parts are entered by a call (JsonSchemaGrammar.called)", () =
   });
 });
 
+describe("maxLength up to 262,144 on a plain string (MaskBench's 32,767 and 65,535)", () => {
+  it("is exact at the bound, with multi-byte characters and escapes; past it, or with a pattern, a positioned E0902", async () => {
+    const sch = { type: "object", properties: { body: { type: "string", minLength: 1, maxLength: 32767 } }, required: ["body"] };
+    const { c, accepts } = await speccOf(sch);
+    expect(c.byteDfa.nStates).toBeLessThan(5000);
+    const texts: string[] = [];
+    for (const n of [0, 1, 64, 32703, 32766, 32767, 32768, 32831]) for (const ch of ["a", "é", "\\n"]) texts.push(`{"body":"${ch.repeat(n)}"}`);
+    expectAgreesWithAjv(accepts, validator(sch), texts, []);
+    for (const [bad, why] of [
+      [{ type: "string", maxLength: 262145 }, /maxLength: bounds above 262144 are not supported/],
+      [{ type: "string", maxLength: 20000, pattern: "^a+$" }, /bounds above 10000 are supported on plain strings/],
+    ] as const) {
+      let err: SpecError | undefined;
+      try { compileJsonSchema(JSON.stringify({ properties: { x: bad } }), "t.schema.json"); } catch (e) { err = e as SpecError; }
+      expect(err?.code).toBe("E0902");
+      expect(err?.message).toMatch(why);
+      expect(err?.message).toContain("/properties/x/maxLength");
+    }
+  });
+});
+
 describe("strings with the same bounds, pattern or format, and references used twice, are one called machine", () => {
   const props = (n: number, sub: object) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, sub]));
   const name = { enum: Array.from({ length: 40 }, (_, i) => `resources.item-${i * 7919}`) };
