@@ -167,12 +167,20 @@ class Converter {
   grammar(): string {
     const root = this.expr(this.src.value, "");
     // A reference used in more than one place is entered by a call: its machine exists once.
+    // (A name inside a quoted literal counts too: then a rule used once is called, which is exact.)
     const uses = new Map<string, number>();
-    for (const body of [root, ...this.rules.values()]) for (const m of body.matchAll(/\bs\d+\b/g)) uses.set(m[0], (uses.get(m[0]) ?? 0) + 1);
+    for (const body of [root, ...this.rules.values()]) {
+      for (const m of body.matchAll(/\bs\d+\b/g)) uses.set(m[0], (uses.get(m[0]) ?? 0) + 1);
+    }
     for (const name of this.refRules.values()) {
       if ((uses.get(name) ?? 0) < 2) continue;
-      let target = name; // through rules that only name another one
-      for (let k = 0; k < 64 && /^s\d+$/.test(this.rules.get(target)!) && this.rules.has(this.rules.get(target)!); k++) target = this.rules.get(target)!;
+      // Through rules that only name another one, to the rule with a body.
+      let target = name;
+      for (let k = 0; k < 64; k++) {
+        const body = this.rules.get(target)!;
+        if (!/^s\d+$/.test(body) || !this.rules.has(body)) break;
+        target = body;
+      }
       if (!/^[A-Za-z0-9_-]+$/.test(this.rules.get(target)!)) this.called.add(target);
     }
     const ws = this.opts.compact ? '""' : `[ \\t\\n\\r]{0,${this.opts.maxWhitespace ?? DEFAULT_MAX_WHITESPACE}}`;
@@ -716,7 +724,8 @@ class Converter {
     const pattern = s["pattern"];
     const format = s["format"];
     if (maxL !== null && maxL > MAX_BOUND && (typeof pattern === "string" || typeof format === "string")) {
-      this.relax("maxLength", ptr, `bounds above ${MAX_BOUND} are supported on plain strings, not together with a pattern or a format`);
+      const why = `bounds above ${MAX_BOUND} are supported on plain strings, not together with a pattern or a format`;
+      this.relax("maxLength", ptr, why);
       maxL = null;
     }
     if (typeof format === "string") {
@@ -752,7 +761,8 @@ class Converter {
     if (minL === 0 && maxL === null) return "string";
     if (Math.max(minL, maxL ?? 0) <= LONG_STRING) {
       const body = `"\\"" char{${minL},${maxL ?? ""}} "\\""`;
-      return Math.max(minL, maxL ?? 0) < CALLED_STRING ? this.define(body) : this.calledString(`length ${minL} ${maxL}`, () => body);
+      if (Math.max(minL, maxL ?? 0) < CALLED_STRING) return this.define(body);
+      return this.calledString(`length ${minL} ${maxL}`, () => body);
     }
     if (maxL !== null) return this.blockString(minL, maxL);
     // A state per character position: entered by a call, the character's machine exists once.
@@ -764,8 +774,8 @@ class Converter {
   /**
    * A string of minL..maxL characters (maxL past LONG_STRING) as j full blocks of BLOCK characters
    * (`lblock`, entered by a call) and then fewer than BLOCK characters and the closing quote (its
-   * own rule per bounds, entered by a call, one machine for every j with the same bounds): a length splits one way only, so
-   * the language is exact. The automaton has a state per block, not per character, and inside a
+   * own rule per bounds, entered by a call: one machine for every j with the same bounds): a
+   * length splits one way only, so the language is exact. The automaton has a state per block, not per character, and inside a
    * block a mask is the block machine's summary (shared by every block and every such string) plus
    * the tokens that cross the block's end; with a call per character, every token of the string was
    * a cold walk of the whole vocabulary through the stack (~25 ms on Llama 3).
