@@ -25,10 +25,27 @@ export class TokenMarkerError extends Error {
   }
 }
 
+type BoundVocabulary = { size: number; eos: number[]; flat(): FlatVocabulary; ids: Map<number, number>; textOrder?(): Uint32Array };
+
+/**
+ * Bound vocabularies per vocabulary and marker set: the same object for every spec that binds the
+ * same markers, so the binding's per-vocabulary caches (the trie, its derived bits, kept
+ * summaries: bindings/spec.ts) hit from the second load on, as they do for a spec without markers.
+ * A new object per load rebuilt the trie every time (qwen3-tools.agent: 25-35 ms a load on Qwen3).
+ */
+const bound = new WeakMap<BindableVocabulary, Map<string, BoundVocabulary>>();
+
 /** The vocabulary as the spec's automaton sees it; `ids` maps each marker's byte to its token id. */
-export function bindTokenMarkers(vocab: BindableVocabulary, markers: readonly TokenMarker[]): {
-  size: number; eos: number[]; flat(): FlatVocabulary; ids: Map<number, number>; textOrder?(): Uint32Array;
-} {
+export function bindTokenMarkers(vocab: BindableVocabulary, markers: readonly TokenMarker[]): BoundVocabulary {
+  const key = JSON.stringify(markers.map((m) => [m.byte, m.text]));
+  let byMarkers = bound.get(vocab);
+  if (!byMarkers) bound.set(vocab, (byMarkers = new Map()));
+  let b = byMarkers.get(key);
+  if (!b) byMarkers.set(key, (b = bindOnce(vocab, markers)));
+  return b;
+}
+
+function bindOnce(vocab: BindableVocabulary, markers: readonly TokenMarker[]): BoundVocabulary {
   const ids = new Map<number, number>();
   for (const m of markers) {
     const id = vocab.tokenId?.(m.text);

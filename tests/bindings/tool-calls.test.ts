@@ -88,6 +88,22 @@ describe("examples/qwen3-tools.agent with Qwen3's vocabulary (151,669 tokens)", 
     expect(bound.eos).not.toContain(QWEN_IDS["<|im_end|>"]); // the marker, no longer EOS
   });
 
+  it("a second load binds the markers to the same vocabulary object (the trie cache then hits), with the same masks", async () => {
+    const { bindTokenMarkers } = await import("../../bindings/token-markers.js");
+    const again = await Spec.load(compileToWasm(c), { vocab });
+    expect(again.vocab).toBe(spec.vocab);
+    const other = bindTokenMarkers(vocab, tokenMarkers(c.ir.states).slice(1));
+    expect(other).not.toBe(spec.vocab); // another marker set binds apart
+    const a = spec.matcher(), b = again.matcher();
+    const ma = new Int32Array(spec.maskWords), mb = new Int32Array(again.maskWords);
+    for (const id of [QWEN_IDS["<think>"], QWEN_IDS["</think>"], QWEN_IDS["<tool_call>"]]) {
+      a.fillMask(ma); b.fillMask(mb);
+      expect(mb).toEqual(ma);
+      expect(b.commit(id)).toBe(a.commit(id));
+    }
+    again.dispose();
+  });
+
   it("the marker's characters written as ordinary tokens are text, not the marker", () => {
     const m = spec.matcher();
     for (const id of [QWEN_IDS["<think>"], QWEN_IDS["</think>"]]) m.commit(id);
