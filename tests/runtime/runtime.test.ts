@@ -13,7 +13,8 @@ import {
   serializeTables,
 } from "../../compiler/tables.js";
 import { emitWasm, loadRuntimeWasm } from "../../compiler/emit-wasm.js";
-import { seal } from "../../compiler/seal.js";
+import { crc32, seal } from "../../compiler/seal.js";
+import { crc32 as zlibCrc32 } from "node:zlib";
 import { Spec, buildTokenTrie, type TokenTrie } from "../../bindings/spec.js";
 import { instantiateSpec } from "../../bindings/instantiate.js";
 import { Vocabulary } from "../../bindings/vocab.js";
@@ -536,6 +537,20 @@ describe("Spec / Matcher", () => {
     m3.reset();
     expect(m3.feed(text + "e")).toEqual({ ok: false, offset: cap });
     expect(m3.state).toBe(0);
+  });
+
+  it("the seal's CRC-32 is zlib's, at every length and offset (slicing by 8 and the byte tail)", () => {
+    const data = new Uint8Array(40_011);
+    let x = 12345;
+    for (let i = 0; i < data.length; i++) data[i] = (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
+    for (let off = 0; off < 9; off++) {
+      for (const len of [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 40_000 - off]) {
+        const view = data.subarray(off, off + len);
+        expect(crc32(view), `offset ${off}, length ${len}`).toBe(zlibCrc32(view));
+        expect(crc32(data, len)).toBe(zlibCrc32(data.subarray(0, len)));
+      }
+    }
+    expect(crc32(new TextEncoder().encode("123456789"))).toBe(0xcbf43926);
   });
 
   it("rejects a wasm that is not specc's", async () => {
