@@ -2,8 +2,8 @@
  * @fileoverview `format` as grammar: the strings (between the quotes) each supported format
  * accepts, each a subset of what ajv-formats accepts ("never looser"): upper-case `T` and `Z`,
  * no `urn:uuid:` prefix, real calendar dates (Feb 29 only in leap years), at most three labels in a
- * hostname (so the 253-character limit always holds), no IP-literal host in a URI. null: not
- * supported.
+ * hostname (so the 253-character limit always holds), no IP-literal host in a URI, no empty
+ * path after a URI's scheme. null: not supported.
  */
 const LABEL = "[a-zA-Z0-9] ( [a-zA-Z0-9-]{0,61} [a-zA-Z0-9] )?";
 const HEX = "[0-9a-fA-F]";
@@ -19,6 +19,14 @@ const PCT = `"%" ${HEX} ${HEX}`;
 /** A path character of RFC 3986 (unreserved, sub-delims, ':' and '@') or a %-escape. */
 const PCHAR = `( [a-zA-Z0-9._~!$&'()*+,;=:@-] | ${PCT} )`;
 const OCTET = '( "25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9]? [0-9] )';
+
+/** A URI's "//" authority (a reg-name or IPv4 host) and its path (RFC 3986 `path-abempty`). */
+const AUTHORITY = `"//" ( ( [a-zA-Z0-9._~!$&'()*+,;=:-] | ${PCT} )* "@" )?` +
+  ` ( [a-zA-Z0-9._~!$&'()*+,;=-] | ${PCT} )* ( ":" [0-9]* )? ( "/" ${PCHAR}* )*`;
+/** [?query] [#fragment]. */
+const QUERY_FRAGMENT = ` ( "?" ( ${PCHAR} | [/?] )* )? ( "#" ( ${PCHAR} | [/?] )* )?`;
+/** A path character but ':' (the first segment of a relative path: `a:b` would read as a scheme). */
+const NC_CHAR = `( [a-zA-Z0-9._~!$&'()*+,;=@-] | ${PCT} )`;
 
 const FORMATS: Record<string, string> = {
   date: DATE,
@@ -37,6 +45,12 @@ const FORMATS: Record<string, string> = {
     ` | "/" ( ${PCHAR}+ ( "/" ${PCHAR}* )* )? | ${PCHAR}+ ( "/" ${PCHAR}* )* )` +
     ` ( "?" ( ${PCHAR} | [/?] )* )? ( "#" ( ${PCHAR} | [/?] )* )?`,
 };
+// A URI or a relative reference (RFC 3986 `URI-reference`, what ajv-formats' `uri-reference`
+// checks): an authority and its path, an absolute path, a relative path whose first segment has
+// no ':', or nothing; then [?query] [#fragment]. The empty string is one.
+// One group: the caller writes the quotes around it.
+FORMATS["uri-reference"] = `( ( ${FORMATS["uri"]} ) | ( ${AUTHORITY} | "/" ( ${PCHAR}+ ( "/" ${PCHAR}* )* )? | ${NC_CHAR}+ ( "/" ${PCHAR}* )* )?` +
+  `${QUERY_FRAGMENT} )`;
 
 export function formatGrammar(name: string): string | null {
   return FORMATS[name] ?? null;
