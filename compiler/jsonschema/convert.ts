@@ -20,7 +20,7 @@
  */
 import { canonicalText, evaluate, isObj, jsonEqual, JSON_TYPES, typeOfValue, type JType } from "./evaluate.js";
 import { SpecError } from "../diagnostics.js";
-import { formatGrammar } from "./formats.js";
+import { formatGrammar, formatImpliesLength } from "./formats.js";
 import { jsonSourceOf, parseJsonSource, pointerToken, spanOfPointer, type JsonSource } from "./json-source.js";
 import { boundedPattern } from "./bounded-pattern.js";
 import { keyClasses, type KeyClass } from "./keys.js";
@@ -733,7 +733,9 @@ class Converter {
       if (g === null) this.relax("format", ptr, `format ${JSON.stringify(format)} is not supported`);
       else {
         if (pattern !== undefined) this.relax("pattern", ptr, "pattern together with format is not supported");
-        if (minL > 0 || maxL !== null) this.relax(minL > 0 ? "minLength" : "maxLength", ptr, "length bounds together with format are not supported");
+        if ((minL > 0 || maxL !== null) && !formatImpliesLength(format, minL, maxL)) {
+          this.relax(minL > 0 ? "minLength" : "maxLength", ptr, "length bounds together with format are supported only where the format implies them");
+        }
         return this.calledString(`format ${format}`, () => `"\\"" ${g} "\\""`);
       }
     }

@@ -55,3 +55,30 @@ FORMATS["uri-reference"] = `( ( ${FORMATS["uri"]} ) | ( ${AUTHORITY} | "/" ( ${P
 export function formatGrammar(name: string): string | null {
   return FORMATS[name] ?? null;
 }
+
+/**
+ * The fewest and the most characters of the strings each format above accepts (null: no most),
+ * all ASCII, so a length bound these imply is no constraint (minLength 1 beside format uri). The
+ * grammars' shortest and longest sentences check them (tests/compiler/jsonschema.test.ts).
+ */
+const LENGTHS: Record<string, readonly [number, number | null]> = {
+  date: [10, 10],
+  time: [9, null],
+  "date-time": [20, null],
+  uuid: [36, 36],
+  ipv4: [7, 15],
+  ipv6: [15, 39],
+  email: [5, null],
+  hostname: [1, 191],
+  uri: [3, null],
+  "uri-reference": [0, null],
+};
+
+/** Whether every string of `name` (a supported format) has min..max characters (max null: no bound). */
+export function formatImpliesLength(name: string, min: number, max: number | null): boolean {
+  const l = LENGTHS[name];
+  return l !== undefined && min <= l[0] && (max === null || (l[1] !== null && l[1] <= max));
+}
+
+/** The supported formats' names and lengths (for the tests). */
+export const FORMAT_LENGTHS: Readonly<Record<string, readonly [number, number | null]>> = LENGTHS;

@@ -14,7 +14,8 @@ import Ajv from "ajv";
 import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
-import { compileSource, compileToWasm } from "../../compiler/compile.js";
+import { compileGrammarSource, compileSource, compileToWasm } from "../../compiler/compile.js";
+import { FORMAT_LENGTHS, formatGrammar } from "../../compiler/jsonschema/formats.js";
 import { SpecError } from "../../compiler/diagnostics.js";
 import { compileJsonSchema, intRange, jsonSchemaToGbnf } from "../../compiler/jsonschema/index.js";
 import { sampleSentence, seededRandom } from "../../compiler/grammar/index.js";
@@ -155,6 +156,56 @@ describe("texts sampled from patterns with length bounds validate with ajv", () 
       required: ["code", "note"],
     };
     expect(validSamples(JSON.stringify(schema), "bp.schema.json", 5, 200).length).toBeGreaterThan(150);
+  });
+});
+
+describe("length bounds a format implies (minLength 1 beside format uri) are no constraint", () => {
+  it("each format's fewest and most characters are its grammar's shortest and longest sentences", () => {
+    for (const [name, [min, max]] of Object.entries(FORMAT_LENGTHS)) {
+      const d = compileGrammarSource(`root ::= ${formatGrammar(name)}`, `${name}.gbnf`).byteDfa;
+      expect(d.calls?.some((c) => c.length > 0) ?? false, name).toBe(false);
+      const next = (s: number) => [...new Set(Array.from({ length: d.nClasses }, (_, c) => d.trans[s * d.nClasses + c]!).filter((t) => t >= 0))];
+      const acc = (s: number) => (d.flags[s]! & 1) === 1;
+      // Shortest: breadth-first from the initial state.
+      const dist = new Map([[d.initial, 0]]);
+      let shortest = Infinity;
+      for (const q = [d.initial]; q.length;) {
+        const s = q.shift()!;
+        if (acc(s)) shortest = Math.min(shortest, dist.get(s)!);
+        for (const t of next(s)) if (!dist.has(t)) { dist.set(t, dist.get(s)! + 1); q.push(t); }
+      }
+      // Longest: unbounded when a cycle is reachable (every state is productive), else the deepest path.
+      const memo = new Map<number, number>();
+      const onPath = new Set<number>();
+      const longest = (s: number): number => {
+        if (onPath.has(s)) return Infinity;
+        if (memo.has(s)) return memo.get(s)!;
+        onPath.add(s);
+        let best = acc(s) ? 0 : -Infinity;
+        for (const t of next(s)) best = Math.max(best, 1 + longest(t));
+        onPath.delete(s);
+        memo.set(s, best);
+        return best;
+      };
+      expect([name, shortest, longest(d.initial)]).toEqual([name, min, max ?? Infinity]);
+    }
+  });
+  it("implied bounds compile and agree with ajv; bounds the format does not imply stay refused", async () => {
+    for (const [sch, texts] of [
+      [{ type: "string", format: "uri", minLength: 1 }, ['"a:b"', '"http://x.y/z"', '""', '"no"']],
+      [{ type: "string", format: "uuid", minLength: 36, maxLength: 36 }, ['"123e4567-e89b-12d3-a456-426614174000"', '"123e4567"']],
+      [{ type: "string", format: "date-time", minLength: 1 }, ['"2024-02-29T12:00:00Z"', '""']],
+      [{ type: "string", format: "hostname", maxLength: 191 }, ['"a.b.c"', '"a..b"']],
+    ] as const) {
+      const { accepts } = await speccOf(sch);
+      expectAgreesWithAjv(accepts, validator(sch), [...texts], []);
+    }
+    for (const bad of [{ format: "uri", minLength: 4 }, { format: "email", maxLength: 255 }, { format: "hostname", maxLength: 190 }, { format: "date", minLength: 11 }]) {
+      let err: SpecError | undefined;
+      try { compileJsonSchema(JSON.stringify({ type: "string", ...bad }), "t.schema.json"); } catch (e) { err = e as SpecError; }
+      expect(err?.code, JSON.stringify(bad)).toBe("E0902");
+      expect(err?.message).toMatch(/length bounds together with format are supported only where the format implies them/);
+    }
   });
 });
 
