@@ -676,7 +676,10 @@ class Converter {
   // ---- numbers ----
   private number(s: Record<string, unknown>, ptr: string, integer: boolean): string {
     const mo = s["multipleOf"];
-    if (mo !== undefined && !(integer && mo === 1)) this.relax("multipleOf", ptr, "not supported");
+    // multipleOf 1: a whole number, written as an integer or with a fraction of zeros ("3.0"); no
+    // exponent ("3e0"), stricter as for bounded numbers. Other multiples are not supported.
+    const whole = !integer && mo === 1;
+    if (mo !== undefined && mo !== 1) this.relax("multipleOf", ptr, "not supported (only multipleOf 1)");
     let lo: number | null = null;
     let hi: number | null = null;
     let loX = false;
@@ -696,12 +699,12 @@ class Converter {
     if (emn !== null && (lo === null || emn >= lo)) { lo = emn; loX = true; }
     if (mx !== null) { hi = mx; hiX = s["exclusiveMaximum"] === true; }
     if (emx !== null && (hi === null || emx <= hi)) { hi = emx; hiX = true; }
-    if (integer) {
+    if (integer || whole) {
       const a = lo === null ? null : BigInt(loX ? Math.floor(lo) + 1 : Math.ceil(lo));
       const b = hi === null ? null : BigInt(hiX ? Math.ceil(hi) - 1 : Math.floor(hi));
       if (a !== null && b !== null && a > b) throw this.error("E0904", "no integer lies between the bounds", ptr);
-      if (a === null && b === null) return "integer";
-      return this.define(intRange(a, b));
+      const ints = a === null && b === null ? "integer" : integer ? this.define(intRange(a, b)) : `( ${intRange(a, b)} )`;
+      return integer ? ints : this.define(`${ints} ( "." "0"+ )?`);
     }
     if (lo === null && hi === null) return "number";
     if (hi === null && lo === 0 && !loX) return "nonnegnumber";

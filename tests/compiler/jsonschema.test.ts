@@ -231,6 +231,9 @@ describe("instance verdicts agree with ajv", () => {
   const cases: { schema: object; texts: string[] }[] = [
     { schema: { type: "integer", minimum: -5, exclusiveMaximum: 120 }, texts: ["-6", "-5", "0", "7", "119", "120", "-0", "1.0", "01"] },
     { schema: { type: "number", exclusiveMinimum: 0 }, texts: ["0", "0.0", "0.001", "1e-9", "-1", "3", "0e5"] },
+    // multipleOf 1 on a number: whole numbers, a fraction of zeros allowed, bounds rounded inward.
+    { schema: { type: "number", multipleOf: 1 }, texts: ["3", "3.0", "3.00", "3.5", "-2", "-2.0", "0", "0.01", "10.10"] },
+    { schema: { type: "number", multipleOf: 1, minimum: 0.5, exclusiveMaximum: 10 }, texts: ["0", "0.5", "1", "1.0", "9", "9.000", "9.5", "10", "10.0", "-1"] },
     { schema: { type: "string", minLength: 2, maxLength: 3 }, texts: ['"a"', '"ab"', '"abc"', '"abcd"', '"\\n\\t"', '"é€"'] },
     { schema: { type: "string", pattern: "^[A-Z]{2}-\\d{3}$" }, texts: ['"AB-123"', '"AB-12"', '"ab-123"', '"XAB-123"'] },
     { schema: { type: "string", pattern: "a+b" }, texts: ['"aab"', '"xxabyy"', '"ba"', '""'] },
@@ -524,6 +527,18 @@ describe("diagnostics", () => {
     expect(err?.span).toMatchObject({ file: "bad.schema.json", line: 4, col: 30 });
     const g = compileJsonSchema(text, "bad.schema.json", { lenient: true });
     expect(g.schemaWarnings.map((w) => w.code)).toEqual(["E0902"]);
+  });
+
+  it("multipleOf other than 1 is E0902 at its pointer (1 is a whole number, on numbers and integers)", () => {
+    for (const mo of [0.01, 2, 16]) {
+      for (const type of ["number", "integer"]) {
+        let err: SpecError | undefined;
+        try { compileJsonSchema(JSON.stringify({ properties: { n: { type, multipleOf: mo } } }), "m.schema.json"); } catch (e) { err = e as SpecError; }
+        expect(err?.code).toBe("E0902");
+        expect(err?.message).toMatch(/multipleOf: not supported \(only multipleOf 1\).*\/properties\/n\/multipleOf/);
+      }
+    }
+    for (const type of ["number", "integer"]) expect(() => compileJsonSchema(JSON.stringify({ type, multipleOf: 1 }), "m.schema.json")).not.toThrow();
   });
 
   it("invalid JSON, an unknown type, an unresolvable $ref and an unsatisfiable schema", () => {
