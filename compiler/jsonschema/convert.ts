@@ -703,8 +703,8 @@ class Converter {
       const a = lo === null ? null : BigInt(loX ? Math.floor(lo) + 1 : Math.ceil(lo));
       const b = hi === null ? null : BigInt(hiX ? Math.ceil(hi) - 1 : Math.floor(hi));
       if (a !== null && b !== null && a > b) throw this.error("E0904", "no integer lies between the bounds", ptr);
-      const ints = a === null && b === null ? "integer" : integer ? this.define(intRange(a, b)) : `( ${intRange(a, b)} )`;
-      return integer ? ints : this.define(`${ints} ( "." "0"+ )?`);
+      if (a === null && b === null) return integer ? "integer" : this.define('integer ( "." "0"+ )?');
+      return this.define(integer ? intRange(a, b) : `( ${intRange(a, b)} ) ( "." "0"+ )?`);
     }
     if (lo === null && hi === null) return "number";
     if (hi === null && lo === 0 && !loX) return "nonnegnumber";
@@ -780,8 +780,9 @@ class Converter {
    * A string of minL..maxL characters (maxL past LONG_STRING) as j full blocks of BLOCK characters
    * (`lblock`, entered by a call) and then fewer than BLOCK characters and the closing quote (its
    * own rule per bounds, entered by a call: one machine for every j with the same bounds): a
-   * length splits one way only, so the language is exact. The automaton has a state per block, not per character, and inside a
-   * block a mask is the block machine's summary (shared by every block and every such string) plus
+   * length splits one way only, so the language is exact. The automaton has a state per block,
+   * not per character, and inside a block a mask is the block machine's summary (shared by every
+   * block and every such string) plus
    * the tokens that cross the block's end; with a call per character, every token of the string was
    * a cold walk of the whole vocabulary through the stack (~25 ms on Llama 3).
    */

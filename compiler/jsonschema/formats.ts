@@ -23,10 +23,16 @@ const OCTET = '( "25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9]? [0-9] )
 /** A URI's "//" authority (a reg-name or IPv4 host) and its path (RFC 3986 `path-abempty`). */
 const AUTHORITY = `"//" ( ( [a-zA-Z0-9._~!$&'()*+,;=:-] | ${PCT} )* "@" )?` +
   ` ( [a-zA-Z0-9._~!$&'()*+,;=-] | ${PCT} )* ( ":" [0-9]* )? ( "/" ${PCHAR}* )*`;
+/** An absolute path (RFC 3986 `path-absolute`). */
+const ABSOLUTE = `"/" ( ${PCHAR}+ ( "/" ${PCHAR}* )* )?`;
 /** [?query] [#fragment]. */
 const QUERY_FRAGMENT = ` ( "?" ( ${PCHAR} | [/?] )* )? ( "#" ( ${PCHAR} | [/?] )* )?`;
 /** A path character but ':' (the first segment of a relative path: `a:b` would read as a scheme). */
 const NC_CHAR = `( [a-zA-Z0-9._~!$&'()*+,;=@-] | ${PCT} )`;
+// RFC 3986 (what ajv-formats' full `uri` checks): scheme ":" then an authority ("//" [userinfo
+// "@"] host [":" port], the host a reg-name or an IPv4 address) and a path, an absolute path, or
+// a rootless one; then [?query] [#fragment]. Not taken: an IP-literal host ("[::1]").
+const URI = `[a-zA-Z] [a-zA-Z0-9+.-]* ":" ( ${AUTHORITY} | ${ABSOLUTE} | ${PCHAR}+ ( "/" ${PCHAR}* )* )${QUERY_FRAGMENT}`;
 
 const FORMATS: Record<string, string> = {
   date: DATE,
@@ -37,20 +43,13 @@ const FORMATS: Record<string, string> = {
   ipv6: `${HEX}{1,4} ( ":" ${HEX}{1,4} ){7}`,
   email: `[a-zA-Z0-9_+-]+ ( "." [a-zA-Z0-9_+-]+ )* "@" ${LABEL} ( "." ${LABEL} ){1,2}`,
   hostname: `${LABEL} ( "." ${LABEL} ){0,2}`,
-  // RFC 3986 (what ajv-formats' full `uri` checks): scheme ":" then an authority ("//" [userinfo
-  // "@"] host [":" port], the host a reg-name or an IPv4 address) and a path, an absolute path, or
-  // a rootless one; then [?query] [#fragment]. Not taken: an IP-literal host ("[::1]").
-  uri: `[a-zA-Z] [a-zA-Z0-9+.-]* ":" ( "//" ( ( [a-zA-Z0-9._~!$&'()*+,;=:-] | ${PCT} )* "@" )?` +
-    ` ( [a-zA-Z0-9._~!$&'()*+,;=-] | ${PCT} )* ( ":" [0-9]* )? ( "/" ${PCHAR}* )*` +
-    ` | "/" ( ${PCHAR}+ ( "/" ${PCHAR}* )* )? | ${PCHAR}+ ( "/" ${PCHAR}* )* )` +
-    ` ( "?" ( ${PCHAR} | [/?] )* )? ( "#" ( ${PCHAR} | [/?] )* )?`,
+  uri: URI,
+  // A URI or a relative reference (RFC 3986 `URI-reference`, what ajv-formats' `uri-reference`
+  // checks): an authority and its path, an absolute path, a relative path whose first segment has
+  // no ':', or nothing; then [?query] [#fragment]. The empty string is one. One group: the caller
+  // writes the quotes around it.
+  "uri-reference": `( ( ${URI} ) | ( ${AUTHORITY} | ${ABSOLUTE} | ${NC_CHAR}+ ( "/" ${PCHAR}* )* )?${QUERY_FRAGMENT} )`,
 };
-// A URI or a relative reference (RFC 3986 `URI-reference`, what ajv-formats' `uri-reference`
-// checks): an authority and its path, an absolute path, a relative path whose first segment has
-// no ':', or nothing; then [?query] [#fragment]. The empty string is one.
-// One group: the caller writes the quotes around it.
-FORMATS["uri-reference"] = `( ( ${FORMATS["uri"]} ) | ( ${AUTHORITY} | "/" ( ${PCHAR}+ ( "/" ${PCHAR}* )* )? | ${NC_CHAR}+ ( "/" ${PCHAR}* )* )?` +
-  `${QUERY_FRAGMENT} )`;
 
 export function formatGrammar(name: string): string | null {
   return FORMATS[name] ?? null;
@@ -61,7 +60,7 @@ export function formatGrammar(name: string): string | null {
  * all ASCII, so a length bound these imply is no constraint (minLength 1 beside format uri). The
  * grammars' shortest and longest sentences check them (tests/compiler/jsonschema.test.ts).
  */
-const LENGTHS: Record<string, readonly [number, number | null]> = {
+export const FORMAT_LENGTHS: Readonly<Record<string, readonly [number, number | null]>> = {
   date: [10, 10],
   time: [9, null],
   "date-time": [20, null],
@@ -76,9 +75,7 @@ const LENGTHS: Record<string, readonly [number, number | null]> = {
 
 /** Whether every string of `name` (a supported format) has min..max characters (max null: no bound). */
 export function formatImpliesLength(name: string, min: number, max: number | null): boolean {
-  const l = LENGTHS[name];
+  const l = FORMAT_LENGTHS[name];
   return l !== undefined && min <= l[0] && (max === null || (l[1] !== null && l[1] <= max));
 }
 
-/** The supported formats' names and lengths (for the tests). */
-export const FORMAT_LENGTHS: Readonly<Record<string, readonly [number, number | null]>> = LENGTHS;
