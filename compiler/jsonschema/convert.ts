@@ -1003,7 +1003,10 @@ class Converter {
       } else {
         const bit = depBits.get(keys[i]!);
         const rest = from(i + 1, false, bit === undefined ? mask : mask | (1 << bit));
-        const take = rest === null ? null : `${sep}${members[i]} ${rest}`;
+        // A name no `properties` lists (required, or named by a dependency) comes after the listed
+        // ones, and other names may come before it too.
+        const before = extra === null || keys[i]! in props ? "" : first ? `(${extra} ws "," ws)* ` : `(ws "," ws ${extra})* `;
+        const take = rest === null ? null : `${before}${sep}${members[i]} ${rest}`;
         const skip = req.has(keys[i]!) ? null : from(i + 1, first, mask);
         out = take === null ? skip : skip === null ? take : this.define(`${take} | ${skip}`);
       }

@@ -130,9 +130,7 @@ export function exactlyOneObject(host: OneOfHost, branches: unknown[], ptr: stri
     bs.push({ types, props, required, additional: "additionalProperties" in b ? b["additionalProperties"] : true });
   }
   const n = bs.length;
-  // The names, in the order the branches give them.
-  const names: string[] = [];
-  for (const b of bs) for (const k of [...Object.keys(b.props), ...b.required]) if (!names.includes(k)) names.push(k);
+  const names = memberOrder(bs.map((b) => [...Object.keys(b.props), ...b.required]));
 
   const simple = (s0: unknown, at: string): Simple | null => {
     const s = host.deref(s0, at);
@@ -302,3 +300,28 @@ export function exactlyOneObject(host: OneOfHost, branches: unknown[], ptr: stri
 }
 
 class TooLarge extends Error {}
+
+/**
+ * The order the members are written in: one that keeps every branch's own order (`properties`,
+ * then the names only `required` gives) where there is one, so an object in its branch's order is
+ * in this one too. Among the names free to come next, the one first seen. Where two branches order
+ * two names differently, the names in the order they are first seen.
+ */
+export function memberOrder(orders: string[][]): string[] {
+  const seen: string[] = [];
+  for (const o of orders) for (const k of o) if (!seen.includes(k)) seen.push(k);
+  const before = new Map(seen.map((k) => [k, new Set<string>()]));
+  for (const o of orders) {
+    const own = [...new Set(o)];
+    for (let i = 1; i < own.length; i++) before.get(own[i]!)!.add(own[i - 1]!);
+  }
+  const out: string[] = [];
+  const placed = new Set<string>();
+  while (out.length < seen.length) {
+    const next = seen.find((k) => !placed.has(k) && [...before.get(k)!].every((p) => placed.has(p)));
+    if (next === undefined) return seen; // the branches disagree
+    out.push(next);
+    placed.add(next);
+  }
+  return out;
+}

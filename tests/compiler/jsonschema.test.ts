@@ -16,6 +16,7 @@ import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { compileGrammarSource, compileSource, compileToWasm } from "../../compiler/compile.js";
 import { FORMAT_LENGTHS, formatGrammar } from "../../compiler/jsonschema/formats.js";
+import { memberOrder } from "../../compiler/jsonschema/one-of.js";
 import { SpecError } from "../../compiler/diagnostics.js";
 import { compileJsonSchema, intRange, jsonSchemaToGbnf } from "../../compiler/jsonschema/index.js";
 import { sampleSentence, seededRandom } from "../../compiler/grammar/index.js";
@@ -293,6 +294,10 @@ describe("instance verdicts agree with ajv", () => {
     { schema: { type: "object", properties: { id: { type: "string" } }, patternProperties: { "^[a-z]+$": { type: "string" }, "^[0-9]+$": { type: "integer" } }, additionalProperties: { type: "boolean" } }, texts: ['{"id":"a","abc":"x"}', '{"abc":1}', '{"12":3}', '{"12":"3"}', '{"A1":true}', '{"A1":"t"}', '{"id":"a","id2":true}', '{"id":3}'] },
     { schema: { type: "object", properties: { "x-id": { type: "integer" } }, patternProperties: { "^x-": { minimum: 3 } }, additionalProperties: false }, texts: ['{"x-id":3}', '{"x-id":2}', '{"x-b":5}', '{"x-b":1}', '{"x-id":"a"}', '{"y":3}'] },
     { schema: { type: "object", required: ["x-a"], patternProperties: { "^x-": { type: "string" } }, additionalProperties: false }, texts: ['{"x-a":"s"}', '{"x-a":1}', "{}", '{"x-a":"s","x-b":"t"}'] },
+    // A required name no `properties` lists comes after the listed ones, other names before it too
+    // (Github_hard---o29388: "touchoff", required by an allOf member, after an additional "blowout").
+    { schema: { type: "object", required: ["a", "t"], properties: { a: { type: "integer" } }, allOf: [{ required: ["u"] }] }, texts: ['{"a":1,"t":2,"u":3}', '{"a":1,"x":0,"t":2,"y":[],"u":3,"z":4}', '{"a":1,"x":0,"u":3}', '{"x":0,"t":2,"u":3}', '{"a":1,"t":2}'] },
+    { schema: { type: "object", required: ["x-a"], properties: { n: { type: "integer" } }, patternProperties: { "^x-": { type: "string" } }, additionalProperties: false }, texts: ['{"n":1,"x-b":"s","x-a":"t","x-c":"u"}', '{"x-b":"s","x-a":"t"}', '{"n":1,"x-b":"s"}', '{"n":1,"y":"s","x-a":"t"}'] },
     { schema: { type: "object", patternProperties: { "a": { type: "integer" }, "b$": { minimum: 10 } }, additionalProperties: { type: "string" } }, texts: ['{"xay":1}', '{"ab":12}', '{"ab":5}', '{"ab":"s"}', '{"b":5}', '{"b":"s"}', '{"cb":11}', '{"c":"s"}', '{"c":1}'] },
     { schema: { type: "object", patternProperties: { "^\\w{2}\\d?$": { const: 0 } }, additionalProperties: { type: "null" } }, texts: ['{"ab":0}', '{"ab1":0}', '{"ab12":0}', '{"ab12":null}', '{"a":null}', '{"a b":null}', '{"éé":null}'] },
     // dependentRequired and dependencies' name lists: which optional names are present is part of
@@ -447,6 +452,23 @@ describe("oneOf over overlapping object branches (one-of.ts)", () => {
     const s = await speccOf(schema);
     // "\u0078" is "x": both branches hold, so it is refused; "\n" is another string, refused by design.
     expectAgreesWithAjv(s.accepts, validator(schema), ['{"k":"x"}', '{"k":"y"}', '{"k":"xy"}', "{}", '{"k":1}', '{"k":"\\u0078"}', '{"k":"\\n"}'], ['{"k":"\\n"}']);
+  });
+  it("members come in an order that keeps each branch's own (Github_hard---o36016's field types)", async () => {
+    // First seen across the branches, "label" (text's) came before "options" (enum's): an enum
+    // field in its own order was refused at "options".
+    const field = (t: string, own: Record<string, object>) => ({
+      type: "object", additionalProperties: false, required: ["label"],
+      properties: { type: { enum: [t] }, ...own, label: { type: "string" }, help: { type: "string" } },
+    });
+    const schema = { oneOf: [field("text", { suggestions: { type: "array" } }), field("enum", { options: { type: "array" }, default: { type: "string" } }), field("static", {})] };
+    const s = await speccOf(schema);
+    expectAgreesWithAjv(s.accepts, validator(schema), [
+      '{"type":"enum","options":["a"],"default":"a","label":"x"}', '{"type":"text","suggestions":[],"label":"x","help":"h"}',
+      '{"type":"static","label":"x"}', '{"label":"x"}', '{"type":"enum","suggestions":[],"label":"x"}', '{"type":"text","options":[],"label":"x"}',
+    ], []);
+    // Where two branches order two names differently, the first-seen order.
+    expect(memberOrder([["type", "a", "label"], ["type", "b", "label"], ["label", "c"]])).toEqual(["type", "a", "b", "label", "c"]);
+    expect(memberOrder([["a", "b"], ["b", "a", "c"]])).toEqual(["a", "b", "c"]);
   });
   it("300 sampled texts validate with ajv, and each branch is the one that holds in some", () => {
     const schema = {
