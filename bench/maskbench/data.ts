@@ -42,12 +42,12 @@ export const instanceText = (data: unknown): string => JSON.stringify(data);
  * For a schema: an instance's text with every object's keys in the order its schema lists them
  * (the object's schema found along the instance: `$ref`s within the document followed, the
  * `properties` of the schema, then of its allOf members and of the anyOf and oneOf branches the
- * object satisfies, a name at its first place; other names after, as they came), or null when
- * that is its text already. The engines, like the issue, take properties in the order of
- * `properties`, and MaskBench puts its instances in that order only for the schemas LLGuidance
+ * object satisfies, a name at its first place; then the names only `required` gives; other names
+ * after, in JavaScript's key order; a value under patternProperties takes that pattern's order),
+ * or null when that is its text already. The engines, like the issue, take properties in the order
+ * of `properties`, and MaskBench puts its instances in that order only for the schemas LLGuidance
  * compiles; the runner tries this text on a valid instance an engine rejected, to tell a rejection
- * for the order alone from the others. A heuristic: JavaScript puts integer-like keys first
- * whatever the order asked, and sibling keywords of a `$ref` are not looked at.
+ * for the order alone from the others. A heuristic: sibling keywords of a `$ref` are not looked at.
  */
 export function schemaOrder(schema: unknown): (data: unknown) => string | null {
   type Obj = Record<string, unknown>;
@@ -79,11 +79,16 @@ export function schemaOrder(schema: unknown): (data: unknown) => string | null {
     }
     return out;
   };
-  const reorder = (x: unknown, s: unknown): unknown => {
-    if (x === null || typeof x !== "object") return x;
+  /**
+   * The text of `x` with each object's keys in its schema's order: `properties` (of the parts, in
+   * order), then the names only `required` gives, then the others as they came. Written out, not
+   * by JSON.stringify, which puts integer-like keys ("404") first whatever the order asked.
+   */
+  const reorder = (x: unknown, s: unknown): string => {
+    if (x === null || typeof x !== "object") return JSON.stringify(x);
     const ps = parts(s, x, [], 0);
     if (Array.isArray(x)) {
-      return x.map((v, i) => {
+      const items = x.map((v, i) => {
         for (const p of ps) {
           const pre = p["prefixItems"] ?? (Array.isArray(p["items"]) ? p["items"] : undefined);
           if (Array.isArray(pre) && i < pre.length) return reorder(v, pre[i]);
@@ -91,19 +96,29 @@ export function schemaOrder(schema: unknown): (data: unknown) => string | null {
         }
         return reorder(v, undefined);
       });
+      return `[${items.join(",")}]`;
     }
     const sub = new Map<string, unknown>();
     for (const p of ps) {
       const props = p["properties"];
       if (isObj(props)) for (const [k, v] of Object.entries(props)) if (!sub.has(k)) sub.set(k, v);
     }
-    const rank = new Map([...sub.keys()].map((k, i) => [k, i] as const));
-    const other = ps.map((p) => p["additionalProperties"]).find(isObj);
+    const names = [...sub.keys()];
+    for (const p of ps) if (Array.isArray(p["required"])) for (const k of p["required"]) if (typeof k === "string" && !names.includes(k)) names.push(k);
+    const rank = new Map(names.map((k, i) => [k, i] as const));
+    // A name no `properties` lists: the schema of the first pattern it matches, else additionalProperties.
+    const patterns = ps.flatMap((p) => (isObj(p["patternProperties"]) ? Object.entries(p["patternProperties"]) : []));
+    const other = (k: string): unknown => {
+      for (const [src, v] of patterns) {
+        try { if (new RegExp(src, "u").test(k)) return v; } catch { /* not a JavaScript regex */ }
+      }
+      return ps.map((p) => p["additionalProperties"]).find(isObj);
+    };
     const keys = Object.keys(x).sort((a, b) => (rank.get(a) ?? rank.size) - (rank.get(b) ?? rank.size)); // stable
-    return Object.fromEntries(keys.map((k) => [k, reorder((x as Obj)[k], sub.has(k) ? sub.get(k) : other)]));
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${reorder((x as Obj)[k], sub.has(k) ? sub.get(k) : other(k))}`).join(",")}}`;
   };
   return (data) => {
-    const text = JSON.stringify(reorder(data, schema));
+    const text = reorder(data, schema);
     return text === instanceText(data) ? null : text;
   };
 }

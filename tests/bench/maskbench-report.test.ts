@@ -63,6 +63,13 @@ describe("MaskBench: validation errors from property order alone", () => {
     // allOf members' properties after the schema's own; unknown names last, as they came.
     const merged = schemaOrder({ properties: { b: {} }, allOf: [{ properties: { a: {} } }] });
     expect(merged({ z: 1, a: 2, b: 3 })).toBe('{"b":3,"a":2,"z":1}');
+    // Names only `required` gives, after the properties; a value under a pattern in that pattern's
+    // schema's order; an integer-like key where the order puts it (JSON.stringify would put it first).
+    const more = schemaOrder({
+      properties: { default: {} }, required: ["t"],
+      patternProperties: { "^[1-5][0-9]{2}$": { properties: { a: {}, b: {} } } },
+    });
+    expect(more({ x: 0, t: 1, 404: { b: 1, a: 2 }, default: 3 })).toBe('{"default":3,"t":1,"404":{"a":2,"b":1},"x":0}');
   });
 
   it("the replay accepts the rejected instance in the schema's order, and the report counts that error as order only", async () => {
