@@ -76,6 +76,10 @@ export interface SpecExports {
   sym_get?(q: number, k: number): number;
   /** Give a pushdown state a kept summary; absent in older runtimes. */
   sym_install?(q: number, src: number, deepest: number, pairs: number): number;
+  /** The per-token text counts, to keep (docs/abi.md, "Text counts"); absent in older runtimes. */
+  text_counts?(): number;
+  /** Room for kept text counts; absent in older runtimes. */
+  text_counts_install?(): number;
   vocab_size(): number;
   vocab_max_depth(): number;
   mask_words(): number;
@@ -337,6 +341,8 @@ interface TrieCache {
   derived?: { plain: Uint8Array; text: Uint8Array; heights?: Uint8Array };
   /** Pushdown summaries kept from disposed specs, by state key (bindings/summaries.ts). */
   summaries?: Map<string, Summary>;
+  /** Per-token text counts a disposed spec made (runtime-wasm/text-lengths.ts: one pass over every token's bytes). */
+  textCounts?: Uint8Array;
 }
 const tries = new WeakMap<VocabularySource, Map<number, TrieCache>>();
 
@@ -590,8 +596,11 @@ export class Spec {
     spec.release = release;
     // Summaries a disposed spec of the same vocabulary computed for the same called machines.
     if (vocab && pushdown && exports.sym_install) {
-      const kept = trieCache(vocab, spec.vocabSize).summaries;
-      if (kept && kept.size > 0) installSummaries(exports, spec.summaryKeys(), kept);
+      const c = trieCache(vocab, spec.vocabSize);
+      if (c.summaries && c.summaries.size > 0) installSummaries(exports, spec.summaryKeys(), c.summaries);
+      // The text counts another spec of the vocabulary made (its length-bounded strings' masks).
+      const at = c.textCounts && exports.text_counts_install ? exports.text_counts_install() : 0;
+      if (at !== 0) new Uint8Array(exports.memory.buffer, at, c.textCounts!.length).set(c.textCounts!);
     }
     if (vocab && opts.precompute) spec.precompute();
     return spec;
@@ -610,6 +619,8 @@ export class Spec {
     if (this.vocab && this.pushdown && this.ex.sym_get) {
       const c = trieCache(this.vocab, this.vocabSize);
       keepSummaries(this.ex, () => this.summaryKeys(), (c.summaries ??= new Map()));
+      const at = c.textCounts ? 0 : (this.ex.text_counts?.() ?? 0);
+      if (at !== 0) c.textCounts = new Uint8Array(this.ex.memory.buffer, at, this.vocabSize).slice();
     }
     this.ex = DISPOSED;
     this.views.length = 0;

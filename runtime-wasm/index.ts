@@ -16,6 +16,7 @@
  * - records.ts: the scratch buffer and the matcher records.
  * - tables.ts: instantiation (expand the transition rows) and the mode-independent table exports.
  * - vocab.ts: the vocabulary (ABI 2), mask words and the distinct-mask store (`intern`).
+ * - text-lengths.ts: text tokens by length (a bounded string's summaries in pushdown mode).
  * - pairs.ts: (state, stack node) pairs: their hash and the pushdown mask cache's pair table.
  * - pushdown.ts: pushdown mode (configurations, stack nodes, closure, the cache limit) for tables
  *   with a call table; its start code sets the mode up after tables.ts's.
@@ -90,3 +91,4 @@ export {
 } from "./pushdown";
 
 export { sym_get, sym_install } from "./pushdown-masks";
+export { text_counts, text_counts_install } from "./text-lengths";

@@ -13,6 +13,7 @@ import {
   clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, nodeHeight, plainNode, plainSuccessor, setBit, setMaskStore,
   setRange, textNext, textNode, trieMask, U8_STATES, vocabPhase,
 } from "./vocab";
+import { textLengthsInit, textMaskUpTo, textPathTo } from "./text-lengths";
 import { hashPair, pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
 import {
   PDA_MAX_PAIRS, PDA_MAX_STACK, SET_BYTES, SF_ESCAPE, SK_READS, SYM_BASE, cfCount, cfLoad, cfRec,
@@ -162,6 +163,31 @@ function runOf(q: u32, text: bool): u32 {
   return <u32>load<u8>(runs + <usize>q) - 1;
 }
 
+/** Per state: 0 not known yet, 1 its text run does not end dead, 2 it does (`runEndsDead`). */
+let deadEndPtr: usize = 0;
+
+/**
+ * Whether q's text run (tr ≥ 1 characters, not a loop) ends in a state that reads no text
+ * character: a length-bounded string with tr characters left. That state only reads (each step of
+ * a run goes to a state that does nothing else, `readsOn`), so from q a token of text characters is
+ * allowed exactly when it has at most tr of them (text-lengths.ts), whatever its path in the trie.
+ */
+function runEndsDead(q: u32, tr: u32): bool {
+  const v = <u32>load<u8>(deadEndPtr + <usize>q);
+  if (v != 0) return v == 2;
+  let s = q;
+  for (let k: u32 = 0; k < tr; k++) s = plainSuccessor(transBase, s);
+  const classmap = region(H_CLASSMAP);
+  const row = transBase + (<usize>(s * hdr(H_NCLASSES)) << 1);
+  let dead = true;
+  for (let b: u32 = 0; b < 256 && dead; b++) {
+    if (textNext(0, b) == U8_STATES) continue; // cannot start a text character
+    if (<u32>load<u16>(row + (<usize>load<u8>(classmap + b) << 1)) != NONE16) dead = false;
+  }
+  store<u8>(deadEndPtr + <usize>q, dead ? 2 : 1);
+  return dead;
+}
+
 /** The states of a text reader (`readsTextTo`), one per UTF-8 reader state. */
 let textMap: usize = 0;
 
@@ -214,6 +240,7 @@ function pdaVocabInit(): void {
   symStatsPtr = allocZero(ns << 3);
   plainRunPtr = allocZero(ns);
   textRunPtr = allocZero(ns);
+  deadEndPtr = allocZero(ns);
   runPath = heap.alloc(<usize>RUN_MAX << 2);
   textMap = heap.alloc(<usize>U8_STATES << 2);
   frontCap = 256;
@@ -510,6 +537,13 @@ function pdaSummarize(q: u32): void {
   rejN = 0;
   let maxc: u32 = 1;
   let nf: u32 = 0;
+  // A length-bounded string with tr characters left: the subtrees of text tokens (a text node on
+  // a text path) are decided by their length alone, then all at once (text-lengths.ts); they are
+  // left out of the walk, noted as rejected, and the allowed ones are OR-ed in at the end. Such a
+  // walk records no subtree memo (its rejected ranges would be wrong for another state).
+  const tr = textRun(q);
+  const lengths = tr != 0 && tr < RUN_LOOP && runEndsDead(q, tr);
+  if (lengths) textLengthsInit();
   const n = nNodes;
   let i: u32 = 1;
   while (i < n) {
@@ -517,6 +551,10 @@ function pdaSummarize(q: u32): void {
     const p = nodes + <usize>i * NODE;
     const w0 = load<u32>(p);
     const d = <usize>(w0 >>> 8);
+    if (lengths && textNode(i) && textPathTo(i)) {
+      i = rejSubtree(p);
+      continue;
+    }
     if (d > 1) {
       const t = walkFast(i, d, w0 & 0xff);
       if (t == NONE16) {
@@ -542,7 +580,7 @@ function pdaSummarize(q: u32): void {
     if (d == 1) {
       // A root child: its subtree from a single (t, SYM_BASE) pair is memoized.
       const sk = load<u32>(p, 4);
-      if (c == 1 && load<u32>(dst) == 1 && load<u32>(dst, 4) == 0 && <u32>load<u64>(dst, 8) == SYM_BASE) {
+      if (!lengths && c == 1 && load<u32>(dst) == 1 && load<u32>(dst, 4) == 0 && <u32>load<u64>(dst, 8) == SYM_BASE) {
         const key = memoKey(MK_SUMMARY, <u32>(load<u64>(dst, 8) >>> 32), i);
         recNeed0 = ns0;
         const off = memoVisit(key, sk, c, nf, true);
@@ -587,6 +625,10 @@ function pdaSummarize(q: u32): void {
   if (recEnd != 0) finishSummaryRec(nf);
   const base = heap.alloc(maskBytes);
   maskFromRejected(base);
+  if (lengths) {
+    const short = textMaskUpTo(tr);
+    for (let w: usize = 0; w < maskBytes; w += 4) store<u32>(base + w, load<u32>(base + w) | load<u32>(short + w));
+  }
   const front = heap.alloc((<usize>nf + 1) << 2);
   store<u32>(front, nf);
   memory.copy(front + 4, frontScratch, <usize>nf << 2);

@@ -372,7 +372,7 @@ describe("pushdown masks equal a brute-force PdaRunner walk (real vocabularies)"
     // `l` a block of 64 (as JSON Schema's long strings are), `m` rejects the quote for 3 positions.
     const text = [
       'root ::= value',
-      'value ::= t | a | u | l | m | "[" value ("," value)* "]"',
+      'value ::= t | a | u | l | m | k | e | "[" value ("," value)* "]"',
       'char ::= [^"\\\\\\x00-\\x1f]',
       't ::= "t\\"" char{0,3} "\\""',
       'a ::= "a\\"" [ !#-\\[\\]-~]{0,9} "\\""',
@@ -380,6 +380,9 @@ describe("pushdown masks equal a brute-force PdaRunner walk (real vocabularies)"
       'l ::= "l\\"" block* char{0,5} "\\""',
       'block ::= char{64}',
       'm ::= "m\\"" char{3,8} "\\""',
+      // Runs that end where only some text goes on (letters, or é): not a bound, so walked.
+      'k ::= "k\\"" char{3} ([a-z] char*)? "\\""',
+      'e ::= "e\\"" char{2} ("é" char*)? "\\""',
     ].join("\n");
     const g = grammar("bounded-strings.gbnf", text, ["block"]);
     const vocab = real("llama3_1");
@@ -390,10 +393,41 @@ describe("pushdown masks equal a brute-force PdaRunner walk (real vocabularies)"
     const docs = [
       `[t"abc",a"some word",u"naïve 日本語",l"${long}",m"abcdefgh"]`,
       `[t"",a"",u"",l"",m"abc",[t"x",a"123456789",u"and the end.",l"${long.slice(0, 64)}end",m"ab d"]]`,
+      `[k"abcdefghijklmnop",k"12 and more",e"abécafé noir",e"xy",k"wordsandwords"]`,
     ];
     let checked = 0;
     for (const doc of docs) checked += checkEveryToken(spec, g, vocab, doc);
     expect(checked).toBeGreaterThanOrEqual(60);
+  }, 240_000);
+
+  it("JSON Schema strings of at most N characters (text tokens by length, text-lengths.ts) with escapes, UTF-8 and the bound, on Llama 3, with counts made and with counts kept from another spec", async () => {
+    // A position with r characters left takes its text tokens from the per-vocabulary counts, not
+    // from a walk. An escape (\n) is one character but not text: the tokens behind it (\nabc) are
+    // walked. A token that ends inside a character counts the started one.
+    const schema = {
+      type: "object", required: ["a", "b"],
+      properties: { a: { type: "string", maxLength: 12 }, b: { type: "array", items: { type: "string", minLength: 2, maxLength: 5 } } },
+    };
+    const { gbnf, called } = jsonSchemaToGbnf(schema, "bounded.schema.json");
+    const g = grammar("bounded-schema.gbnf", gbnf, called);
+    const vocab = Vocabulary.fromTokenizerJsonObject(loadTokenizerJson("llama3_1")); // its own: no counts kept yet
+    const docs = [
+      '{"a": "naïve \\n café", "b": ["日本語", "ab\\"c", "\\u00e9\\t12", "12345"]}',
+      '{"a":"x","b":[]}',
+      '{"a": "twelve chars", "b": ["  ", "é\\\\é"]}',
+    ];
+    let checked = 0;
+    const first = await Spec.load(g.wasm, { vocab });
+    expect(first.exports.text_counts!()).toBe(0);
+    checked += checkEveryToken(first, g, vocab, docs[0]!);
+    expect(first.exports.text_counts!()).not.toBe(0); // made by the first bounded position
+    first.dispose();
+    // The next spec of the vocabulary gets them at load, before any mask.
+    const next = await Spec.load(g.wasm, { vocab });
+    expect(next.exports.text_counts!()).not.toBe(0);
+    for (const doc of docs) checked += checkEveryToken(next, g, vocab, doc);
+    expect(checked).toBeGreaterThanOrEqual(60);
+    next.dispose();
   }, 240_000);
 
   it("openagi.gbnf on Qwen3 (151,643 tokens), and cooking.gbnf (no call edges: DFA mode) on Qwen3", async () => {
