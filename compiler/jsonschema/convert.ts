@@ -390,8 +390,8 @@ class Converter {
     let v: unknown = this.src.value;
     for (const tok of p.split("/").slice(1)) {
       const k = tok.replace(/~1/g, "/").replace(/~0/g, "~");
-      if (Array.isArray(v)) v = v[Number(k)];
-      else if (isObj(v)) v = v[k];
+      if (Array.isArray(v)) v = /^(0|[1-9][0-9]*)$/.test(k) ? v[Number(k)] : undefined;
+      else if (isObj(v)) v = Object.hasOwn(v, k) ? v[k] : undefined; // not "__proto__" or "constructor" from Object.prototype
       else v = undefined;
       if (v === undefined) throw this.error("E0905", `$ref #${p} points at nothing`, refPtr);
     }
@@ -479,7 +479,7 @@ class Converter {
     if (b === true) return a;
     const out: Record<string, unknown> = { ...a };
     for (const [k, v] of Object.entries(b)) {
-      if (ANNOTATIONS.has(k) || !(k in out)) { if (!ANNOTATIONS.has(k)) out[k] = v; continue; }
+      if (ANNOTATIONS.has(k) || !Object.hasOwn(out, k)) { if (!ANNOTATIONS.has(k)) setOwn(out, k, v); continue; }
       const u = out[k];
       if (jsonEqual(u, v)) continue;
       switch (k) {
@@ -496,7 +496,7 @@ class Converter {
           const pa = u as Record<string, unknown>;
           const pb = v as Record<string, unknown>;
           const props: Record<string, unknown> = { ...pa };
-          for (const [pk, pv] of Object.entries(pb)) props[pk] = pk in pa ? { allOf: [pa[pk], pv] } : pv;
+          for (const [pk, pv] of Object.entries(pb)) setOwn(props, pk, Object.hasOwn(pa, pk) ? { allOf: [pa[pk], pv] } : pv);
           if ((out["additionalProperties"] !== undefined && out["additionalProperties"] !== true) || (b["additionalProperties"] !== undefined && b["additionalProperties"] !== true)) {
             this.relax("allOf", ptr, "merging object schemas whose additionalProperties differ is not supported");
           }
@@ -880,7 +880,7 @@ class Converter {
     const matching = (k: string) => patterns.filter((p) => p.re.test(k));
     let keys = Object.keys(props);
     for (const r of required) {
-      if (!(r in props)) {
+      if (!Object.hasOwn(props, r)) {
         if (additional === false && matching(r).length === 0) throw this.error("E0904", `required property ${JSON.stringify(r)} is not allowed by additionalProperties: false`, `${ptr}/required`);
         keys.push(r);
       }
@@ -900,9 +900,10 @@ class Converter {
       // A named property's value satisfies its schema and that of every pattern its name matches;
       // a required one without a schema, those patterns' or else additionalProperties.
       const m = matching(k);
-      const own = k in props ? [props[k]] : m.length ? [] : [additional];
+      const listed = Object.hasOwn(props, k);
+      const own = listed ? [props[k]] : m.length ? [] : [additional];
       const sch = own.length + m.length === 1 ? [...own, ...m.map((p) => p.schema)][0] : { allOf: [...own, ...m.map((p) => p.schema)] };
-      const vp = k in props ? `${ptr}/properties/${pointerToken(k)}` : m.length ? `${ptr}/patternProperties` : `${ptr}/additionalProperties`;
+      const vp = listed ? `${ptr}/properties/${pointerToken(k)}` : m.length ? `${ptr}/patternProperties` : `${ptr}/additionalProperties`;
       const e = this.tryExpr(sch, vp);
       if (e !== null) values.set(k, e);
       else if (req.has(k)) throw this.error("E0904", `required property ${JSON.stringify(k)} has a schema nothing satisfies`, vp);
@@ -1005,7 +1006,7 @@ class Converter {
         const rest = from(i + 1, false, bit === undefined ? mask : mask | (1 << bit));
         // A name no `properties` lists (required, or named by a dependency) comes after the listed
         // ones, and other names may come before it too.
-        const before = extra === null || keys[i]! in props ? "" : first ? `(${extra} ws "," ws)* ` : `(ws "," ws ${extra})* `;
+        const before = extra === null || Object.hasOwn(props, keys[i]!) ? "" : first ? `(${extra} ws "," ws)* ` : `(ws "," ws ${extra})* `;
         const take = rest === null ? null : `${before}${sep}${members[i]} ${rest}`;
         const skip = req.has(keys[i]!) ? null : from(i + 1, first, mask);
         out = take === null ? skip : skip === null ? take : this.define(`${take} | ${skip}`);
@@ -1384,3 +1385,10 @@ export function jsonSourceToGbnf(src: JsonSource, opts: JsonSchemaOptions = {}):
   return { gbnf, warnings: c.warnings, called: [...c.called] };
 }
 
+/**
+ * `obj[k] = v` as an own property whatever the name: a property named "__proto__" would otherwise
+ * set the object's prototype, and the name would be lost.
+ */
+function setOwn(obj: Record<string, unknown>, k: string, v: unknown): void {
+  Object.defineProperty(obj, k, { value: v, writable: true, enumerable: true, configurable: true });
+}

@@ -89,7 +89,7 @@ class Evaluator {
     let v: unknown = this.root;
     for (const tok of p.split("/").slice(1)) {
       const k = tok.replace(/~1/g, "/").replace(/~0/g, "~");
-      v = Array.isArray(v) ? v[Number(k)] : isObj(v) ? v[k] : undefined;
+      v = Array.isArray(v) ? (/^(0|[1-9][0-9]*)$/.test(k) ? v[Number(k)] : undefined) : isObj(v) && Object.hasOwn(v, k) ? v[k] : undefined;
       if (v === undefined) return undefined;
     }
     return v;

@@ -67,7 +67,8 @@ export function parseJsonSource(text: string, file: string): JsonSource {
         if (text[i] !== ":") fail("expected ':' after a property name");
         i++;
         const p = `${ptr}/${pointerToken(k)}`;
-        o[k] = value(p, depth + 1);
+        // As an own property whatever the name ("__proto__" would set the prototype), as JSON.parse does.
+        Object.defineProperty(o, k, { value: value(p, depth + 1), writable: true, enumerable: true, configurable: true });
         at.set(p, keyAt);
         ws();
         if (text[i] === ",") { i++; continue; }

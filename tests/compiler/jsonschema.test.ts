@@ -446,6 +446,35 @@ describe("fractional number bounds agree with ajv", () => {
   });
 });
 
+describe("property names that Object.prototype has are names like any other", () => {
+  // Read from the schema's text, "__proto__" once set the object's prototype (the property was
+  // lost) and `name in properties` was true for "constructor" or "toString" unlisted: a required
+  // name was dropped, and specc accepted {} (looser than the schema). The verdicts are written out
+  // here: ajv is no oracle for these names (it takes an inherited "constructor" as present, so {}
+  // satisfies required ["constructor"] there, and it refuses {"__proto__": 1} under a
+  // "__proto__" property of type integer).
+  const cases: { schema: string; accept: string[]; reject: string[] }[] = [
+    { schema: '{"type":"object","properties":{"__proto__":{"type":"integer"}},"required":["__proto__"],"additionalProperties":false}', accept: ['{"__proto__":1}'], reject: ['{"__proto__":"x"}', "{}", '{"a":1}'] },
+    { schema: '{"type":"object","properties":{"__proto__":{"type":"integer"}}}', accept: ['{"__proto__":1}', "{}", '{"b":[]}'], reject: ['{"__proto__":"x"}'] },
+    { schema: '{"type":"object","required":["constructor"]}', accept: ['{"constructor":1}', '{"x":1,"constructor":{}}'], reject: ["{}", '{"x":1}'] },
+    { schema: '{"type":"object","allOf":[{"properties":{"__proto__":{"type":"integer"}}},{"properties":{"__proto__":{"minimum":0},"toString":{"type":"string"}}}]}', accept: ['{"__proto__":1}', '{"toString":"s"}', '{"__proto__":2,"toString":"t"}'], reject: ['{"__proto__":-1}', '{"toString":1}'] },
+  ];
+  for (const { schema, accept, reject } of cases) {
+    it(schema.slice(0, 90), async () => {
+      const s = await speccOf(schema);
+      expect([...accept, ...reject].filter((t) => s.accepts(t))).toEqual(accept);
+    });
+  }
+  it("a $ref to one of them points at nothing; a required one that nothing allows is unsatisfiable", () => {
+    const code = (text: string) => { try { jsonSchemaToGbnf(text, "x.schema.json"); return "compiled"; } catch (e) { return (e as SpecError).code; } };
+    expect(code('{"$ref":"#/__proto__"}')).toBe("E0905");
+    expect(code('{"$ref":"#/constructor"}')).toBe("E0905");
+    expect(code('{"$ref":"#/definitions/a/length","definitions":{"a":[{}]}}')).toBe("E0905");
+    expect(code('{"$ref":"#/definitions/a/0","definitions":{"a":[{}]}}')).toBe("compiled");
+    expect(code('{"type":"object","properties":{"a":{}},"required":["toString"],"additionalProperties":false}')).toBe("E0904");
+  });
+});
+
 describe("oneOf over overlapping object branches (one-of.ts)", () => {
   it("other strings beside listed ones are written without escapes: stricter, never looser", async () => {
     const schema = { oneOf: [{ type: "object", properties: { k: { enum: ["x"] } }, required: ["k"] }, { type: "object", properties: { k: { type: "string" } } }] };
