@@ -479,7 +479,9 @@ class Converter {
     if (b === true) return a;
     const out: Record<string, unknown> = { ...a };
     for (const [k, v] of Object.entries(b)) {
-      if (ANNOTATIONS.has(k) || !Object.hasOwn(out, k)) { if (!ANNOTATIONS.has(k)) setOwn(out, k, v); continue; }
+      if (ANNOTATIONS.has(k)) continue;
+      if (!Object.hasOwn(out, k)) { setOwn(out, k, v); continue; }
+      if (!HANDLED.has(k)) continue; // an unknown keyword validates nothing: whichever value stays
       const u = out[k];
       if (jsonEqual(u, v)) continue;
       switch (k) {
