@@ -88,6 +88,8 @@ const LONG_STRING = 256;
  * schema with 32 bounded strings: 39,930 states, 0.4 s to build; called, 14,484 and 0.14 s).
  */
 const CALLED_STRING = 8;
+/** Most members an object's minProperties / maxProperties are counted up to (each count is a copy of the member rules). */
+const MAX_COUNTED_MEMBERS = 16;
 /** Characters of a block of a long bounded string (blockString); tokens longer than this are rare. */
 const BLOCK = 64;
 /** Significant digits of a number next to a strict bound (see boundedDecimal). */
@@ -963,9 +965,20 @@ class Converter {
     }
     const minP = this.count(s, "minProperties", ptr) ?? 0;
     const maxP = this.count(s, "maxProperties", ptr);
-    if (minP > req.size && !(minP <= 1 && keys.length === 0 && extra !== null)) this.relax("minProperties", ptr, "only bounds that the required properties already satisfy are supported");
-    if (maxP !== null && (extra !== null || keys.length > maxP)) this.relax("maxProperties", ptr, "only bounds that the defined properties cannot exceed are supported");
-    const needNonEmpty = minP >= 1 && keys.length === 0 && extra !== null;
+    const needNonEmpty = minP === 1 && keys.length === 0 && extra !== null;
+    // Members counted (up to MAX_COUNTED_MEMBERS) where the required ones do not settle
+    // minProperties, or the members could outnumber maxProperties. Other names are counted as
+    // written: a name written twice ({"a":1,"a":2} is one property) counts twice, which is
+    // stricter for maxProperties and would be looser for a minProperties above 1 (refused).
+    let lo = minP > req.size && !needNonEmpty ? minP : 0;
+    let hi = maxP !== null && (extra !== null || keys.length > maxP) ? maxP : null;
+    if (lo > 1 && extra !== null) { this.relax("minProperties", ptr, "a bound above 1 is supported only where the required properties satisfy it or no other names are allowed"); lo = 0; }
+    if (lo > MAX_COUNTED_MEMBERS) { this.relax("minProperties", ptr, `bounds above ${MAX_COUNTED_MEMBERS} are supported only where the required properties satisfy them`); lo = 0; }
+    if (hi !== null && hi > MAX_COUNTED_MEMBERS) { this.relax("maxProperties", ptr, `bounds above ${MAX_COUNTED_MEMBERS} are supported only where the defined properties cannot exceed them`); hi = null; }
+    const counting = lo > 0 || hi !== null;
+    if (counting && this.opts.anyOrder && keys.length >= 2 && keys.length <= ANY_ORDER_MAX) this.relax(lo > 0 ? "minProperties" : "maxProperties", ptr, "not supported together with any-order properties");
+    /** Members so far, kept up to what decides: hi when there is one, else lo. */
+    const cap = hi ?? lo;
     if (this.opts.anyOrder && depBits.size > 0) this.relax("dependentRequired", ptr, "not supported together with any-order properties");
     if (this.opts.anyOrder && keys.length >= 2 && keys.length <= ANY_ORDER_MAX) {
       // Any order, each property at most once: one rule per set of properties already written
@@ -993,31 +1006,41 @@ class Converter {
     // Members from property i on; `first`: nothing written yet (no comma before the next); `mask`:
     // which optional names of dependencies are present so far. null: no way to go on.
     const memo = new Map<string, string | null>();
-    const from = (i: number, first: boolean, mask: number): string | null => {
-      const key = `${i}|${first}|${mask}`;
+    // Other names after the listed ones: at least `a`, at most `b` (null: any number) of them.
+    const others = (first: boolean, a: number, b: number | null): string | null => {
+      if (b === 0) return '""';
+      const rep = (x: number, y: number | null) => (x === 0 && y === null ? "*" : `{${x},${y ?? ""}}`);
+      if (!first) return `(ws "," ws ${extra})${rep(a, b)}`;
+      const tail = `(ws "," ws ${extra})${rep(Math.max(0, a - 1), b === null ? null : b - 1)}`;
+      return a === 0 ? `(${extra} ${tail})?` : `${extra} ${tail}`;
+    };
+    // `c`: members so far (up to `cap`), when counting.
+    const from = (i: number, first: boolean, mask: number, c: number): string | null => {
+      const key = `${i}|${first}|${mask}|${c}`;
       const hit = memo.get(key);
       if (hit !== undefined) return hit;
       let out: string | null;
       const sep = first ? "" : 'ws "," ws ';
       if (i === keys.length) {
         if (!depsMet(mask)) out = null;
-        else if (extra === null) out = '""';
-        else out = first ? (needNonEmpty ? `${extra} (ws "," ws ${extra})*` : `(${extra} (ws "," ws ${extra})*)?`) : `(ws "," ws ${extra})*`;
+        else if (extra === null) out = c >= lo ? '""' : null;
+        else out = others(first, needNonEmpty ? 1 : Math.max(0, lo - c), hi === null ? null : hi - c);
       } else {
         const bit = depBits.get(keys[i]!);
-        const rest = from(i + 1, false, bit === undefined ? mask : mask | (1 << bit));
+        const c1 = hi !== null ? c + 1 : Math.min(c + 1, cap);
+        const rest = hi !== null && c1 > hi ? null : from(i + 1, false, bit === undefined ? mask : mask | (1 << bit), c1);
         // A name no `properties` lists (required, or named by a dependency) comes after the listed
-        // ones, and other names may come before it too.
-        const before = extra === null || Object.hasOwn(props, keys[i]!) ? "" : first ? `(${extra} ws "," ws)* ` : `(ws "," ws ${extra})* `;
+        // ones, and other names may come before it too (not where members are counted).
+        const before = extra === null || counting || Object.hasOwn(props, keys[i]!) ? "" : first ? `(${extra} ws "," ws)* ` : `(ws "," ws ${extra})* `;
         const take = rest === null ? null : `${before}${sep}${members[i]} ${rest}`;
-        const skip = req.has(keys[i]!) ? null : from(i + 1, first, mask);
+        const skip = req.has(keys[i]!) ? null : from(i + 1, first, mask, c);
         out = take === null ? skip : skip === null ? take : this.define(`${take} | ${skip}`);
       }
       memo.set(key, out);
       return out;
     };
-    const body = from(0, true, 0);
-    if (body === null) throw this.error("E0904", "no object satisfies the properties' dependencies", ptr);
+    const body = from(0, true, 0, 0);
+    if (body === null) throw this.error("E0904", counting ? "no object satisfies the properties' dependencies and the bounds on their number" : "no object satisfies the properties' dependencies", ptr);
     return this.define(`"{" ws ${body} ws "}"`);
   }
 

@@ -448,6 +448,31 @@ describe("fractional number bounds agree with ajv", () => {
   });
 });
 
+describe("minProperties and maxProperties: members counted", () => {
+  const cases: { schema: object; texts: string[]; stricterOn?: string[] }[] = [
+    { schema: { type: "object", properties: { a: {}, b: {}, c: {} }, additionalProperties: false, minProperties: 1 }, texts: ["{}", '{"a":1}', '{"b":1,"c":2}', '{"x":1}'] },
+    { schema: { type: "object", properties: { a: {}, b: {} }, minProperties: 1 }, texts: ["{}", '{"a":1}', '{"x":1}', '{"x":1,"y":2}', '{"b":1,"x":1}'] },
+    // A name written twice is one property: counted twice, stricter (never looser) under a maximum.
+    { schema: { type: "object", maxProperties: 1 }, texts: ["{}", '{"x":1}', '{"x":1,"y":2}', '{"x":1,"x":2}'], stricterOn: ['{"x":1,"x":2}'] },
+    { schema: { type: "object", properties: { a: {}, b: {}, c: {}, d: {} }, additionalProperties: false, maxProperties: 2 }, texts: ["{}", '{"a":1,"b":2}', '{"a":1,"b":2,"c":3}', '{"b":1,"d":[]}'] },
+    { schema: { type: "object", properties: { a: {}, b: {} }, required: ["a"], maxProperties: 2 }, texts: ['{"a":1}', '{"a":1,"b":1}', '{"a":1,"x":1}', '{"a":1,"b":1,"x":1}', '{"a":1,"x":1,"y":1}'] },
+    { schema: { type: "object", properties: { a: {}, b: {}, c: {} }, additionalProperties: false, minProperties: 2, maxProperties: 2 }, texts: ['{"a":1}', '{"a":1,"c":1}', '{"a":1,"b":1,"c":1}', "{}"] },
+    { schema: { type: "object", properties: { a: { type: "integer" } }, patternProperties: { "^x-": { type: "string" } }, additionalProperties: false, minProperties: 1, maxProperties: 2 }, texts: ["{}", '{"a":1}', '{"x-1":"s"}', '{"a":1,"x-1":"s"}', '{"a":1,"x-1":"s","x-2":"t"}', '{"y":1}'] },
+  ];
+  for (const { schema, texts, stricterOn } of cases) {
+    it(JSON.stringify(schema).slice(0, 90), async () => {
+      const s = await speccOf(schema);
+      expectAgreesWithAjv(s.accepts, validator(schema), texts, stricterOn ?? []);
+    });
+  }
+  it("refused where counting would be looser (minProperties above 1 beside other names) or too large", () => {
+    const code = (schema: object) => { try { jsonSchemaToGbnf(JSON.stringify(schema), "x.schema.json"); return "compiled"; } catch (e) { return (e as SpecError).code + " " + (e as SpecError).message; } };
+    expect(code({ type: "object", minProperties: 2 })).toMatch(/^E0902 minProperties: a bound above 1 is supported only where .*\(at \/minProperties\)/);
+    expect(code({ type: "object", maxProperties: 17 })).toMatch(/^E0902 maxProperties: bounds above 16/);
+    expect(code({ type: "object", properties: { a: {} }, required: ["a"], minProperties: 2, additionalProperties: false })).toMatch(/^E0904/);
+  });
+});
+
 describe("property names that Object.prototype has are names like any other", () => {
   // Read from the schema's text, "__proto__" once set the object's prototype (the property was
   // lost) and `name in properties` was true for "constructor" or "toString" unlisted: a required
