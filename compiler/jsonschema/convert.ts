@@ -117,6 +117,9 @@ const HANDLED = new Set(["type", "enum", "const", "properties", "required", "add
   "minContains", "maxContains", "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
   "unevaluatedItems", "$dynamicRef", "$recursiveRef"]);
 
+/** Keywords that together say what an object's members may be (allOf merges them together). */
+const OBJECT_MEMBERS = new Set(["properties", "patternProperties", "additionalProperties"]);
+
 /** The keywords beside a `$ref` that constrain (annotations and unknown keywords left out), or undefined. */
 function refSiblings(s: Record<string, unknown>): Record<string, unknown> | undefined {
   const keys = Object.keys(s).filter((k) => k !== "$ref" && !ANNOTATIONS.has(k) && HANDLED.has(k));
@@ -481,7 +484,7 @@ class Converter {
     if (b === true) return a;
     const out: Record<string, unknown> = { ...a };
     for (const [k, v] of Object.entries(b)) {
-      if (ANNOTATIONS.has(k)) continue;
+      if (ANNOTATIONS.has(k) || OBJECT_MEMBERS.has(k)) continue; // the members' keywords: below
       if (!Object.hasOwn(out, k)) { setOwn(out, k, v); continue; }
       if (!HANDLED.has(k)) continue; // an unknown keyword validates nothing: whichever value stays
       const u = out[k];
@@ -496,29 +499,52 @@ class Converter {
           break;
         }
         case "required": out[k] = [...new Set([...(u as string[]), ...(v as string[])])]; break;
-        case "properties": {
-          const pa = u as Record<string, unknown>;
-          const pb = v as Record<string, unknown>;
-          const props: Record<string, unknown> = { ...pa };
-          for (const [pk, pv] of Object.entries(pb)) setOwn(props, pk, Object.hasOwn(pa, pk) ? { allOf: [pa[pk], pv] } : pv);
-          if ((out["additionalProperties"] !== undefined && out["additionalProperties"] !== true) || (b["additionalProperties"] !== undefined && b["additionalProperties"] !== true)) {
-            this.relax("allOf", ptr, "merging object schemas whose additionalProperties differ is not supported");
-          }
-          out[k] = props;
-          break;
-        }
         case "minimum": case "exclusiveMinimum": case "minLength": case "minItems": case "minProperties":
           out[k] = Math.max(u as number, v as number); break;
         case "maximum": case "exclusiveMaximum": case "maxLength": case "maxItems": case "maxProperties":
           out[k] = Math.min(u as number, v as number); break;
         case "enum": out[k] = (u as unknown[]).filter((x) => (v as unknown[]).some((y) => jsonEqual(x, y))); break;
-        case "items": case "additionalProperties":
+        case "items":
           out[k] = { allOf: [u, v] }; break;
         default:
           this.relax("allOf", ptr, `the subschemas disagree on ${k}, which specc cannot merge`);
       }
     }
+    this.mergeMembers(a, b, out, ptr);
     return out;
+  }
+
+  /**
+   * allOf's object members: each subschema's additionalProperties applies to the names that its own
+   * properties and patternProperties leave, so a name listed by one subschema only must also satisfy
+   * the other's additionalProperties ({"additionalProperties": false} beside {"properties": {"b": …}}
+   * allows no "b"). Exact without patternProperties, or where both subschemas allow any other name
+   * (their patterns then apply to every name they match, as in one schema); otherwise refused.
+   */
+  private mergeMembers(a: Record<string, unknown>, b: Record<string, unknown>, out: Record<string, unknown>, ptr: string): void {
+    for (const k of OBJECT_MEMBERS) delete out[k];
+    if (![a, b].some((x) => [...OBJECT_MEMBERS].some((k) => Object.hasOwn(x, k)))) return;
+    const own = (x: Record<string, unknown>, k: string) => (Object.hasOwn(x, k) ? x[k] : undefined);
+    const pa = isObj(own(a, "properties")) ? (own(a, "properties") as Record<string, unknown>) : {};
+    const pb = isObj(own(b, "properties")) ? (own(b, "properties") as Record<string, unknown>) : {};
+    const xa = own(a, "additionalProperties") ?? true;
+    const xb = own(b, "additionalProperties") ?? true;
+    const ta = own(a, "patternProperties");
+    const tb = own(b, "patternProperties");
+    if (ta !== undefined && tb !== undefined && !jsonEqual(ta, tb)) this.relax("allOf", ptr, "the subschemas disagree on patternProperties, which specc cannot merge");
+    if ((ta !== undefined || tb !== undefined) && (xa !== true || xb !== true) && !(jsonEqual(ta, tb) && jsonEqual(xa, xb))) {
+      this.relax("allOf", ptr, "merging object schemas whose additionalProperties differ is not supported beside patternProperties");
+    }
+    const both = (x: unknown, y: unknown): unknown => (x === true || jsonEqual(x, y) ? y : y === true ? x : x === false || y === false ? false : { allOf: [x, y] });
+    const props: Record<string, unknown> = {};
+    for (const k of [...Object.keys(pa), ...Object.keys(pb)]) {
+      if (!Object.hasOwn(props, k)) setOwn(props, k, both(Object.hasOwn(pa, k) ? pa[k] : xa, Object.hasOwn(pb, k) ? pb[k] : xb));
+    }
+    if (Object.hasOwn(a, "properties") || Object.hasOwn(b, "properties")) out["properties"] = props;
+    const x = both(xa, xb);
+    if (x !== true) out["additionalProperties"] = x;
+    const t = ta ?? tb;
+    if (t !== undefined) out["patternProperties"] = t;
   }
 
   /**
@@ -840,8 +866,9 @@ class Converter {
     const maxI = this.count(s, "maxItems", ptr);
     if (maxI !== null && minI > maxI) throw this.error("E0904", "minItems is larger than maxItems", ptr);
     const prefixPtr = Array.isArray(s["prefixItems"]) ? `${ptr}/prefixItems` : `${ptr}/items`;
-    const p = prefix.map((x, i) => (i < (maxI ?? Infinity) ? this.expr(x, `${prefixPtr}/${i}`) : ""));
-    let restExpr = rest === false ? null : this.expr(rest, restPtr);
+    // An item schema nothing satisfies leaves arrays too short to reach it (null).
+    const p = prefix.map((x, i) => (i < (maxI ?? Infinity) ? this.tryExpr(x, `${prefixPtr}/${i}`) : ""));
+    let restExpr = rest === false ? null : this.tryExpr(rest, restPtr);
     if (restExpr !== null && Math.max(minI, maxI ?? 0) - p.length > 1) {
       // Repeated up to the bounds: entered by a call, one copy of the item's machine.
       if (!/^[A-Za-z0-9_-]+$/.test(restExpr)) restExpr = this.define(restExpr);
@@ -854,6 +881,7 @@ class Converter {
       if (i >= minI) alts.push('""');
       if (maxI !== null && i >= maxI) return alts.length ? '""' : "";
       if (i < p.length) {
+        if (p[i] === null) return alts.length ? '""' : "";
         const next = from(i + 1);
         if (next === "") return alts.length ? '""' : "";
         alts.push(`${sep}${p[i]} ${next}`);

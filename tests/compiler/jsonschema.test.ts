@@ -254,6 +254,16 @@ describe("instance verdicts agree with ajv", () => {
     { schema: { type: "object", properties: { a: { const: 1 }, b: { enum: ["x", null] } }, required: ["a"], additionalProperties: { type: "integer" } }, texts: ['{"a":1}', '{"a":2}', '{"a":1,"b":null}', '{"a":1,"c":5}', '{"a":1,"c":"5"}', '{"a":1,"b":"x","zz":1}', "{}"] },
     { schema: { anyOf: [{ type: "string" }, { type: "array", items: { $ref: "#" } }] }, texts: ['"x"', '["x",["y",[]]]', "[1]", "null"] },
     { schema: { allOf: [{ type: "object", properties: { a: { type: "integer" } }, required: ["a"] }, { properties: { b: { type: "string" } }, required: ["b"] }] }, texts: ['{"a":1,"b":"x"}', '{"a":1}', '{"b":"x"}'] },
+    // allOf: each member's additionalProperties applies to the names its own properties leave. A
+    // name only the other lists must satisfy it too (specc once allowed {"b":1} here).
+    { schema: { allOf: [{ type: "object", additionalProperties: false }, { properties: { b: { type: "integer" } } }] }, texts: ["{}", '{"b":1}', '{"c":1}'] },
+    { schema: { allOf: [{ type: "object", properties: { a: {} }, additionalProperties: false }, { properties: { b: { type: "integer" }, a: { type: "string" } } }] }, texts: ["{}", '{"b":1}', '{"a":1}', '{"a":"s"}'] },
+    { schema: { allOf: [{ type: "object", properties: { a: { type: "integer" } }, additionalProperties: { type: "string" } }, { properties: { b: { minLength: 2 } }, additionalProperties: { maxLength: 3 } }] }, texts: ['{"a":1,"b":"xy"}', '{"b":"x"}', '{"b":5}', '{"c":"s"}', '{"c":1}', '{"c":"long"}', '{"a":1}', '{"a":"s"}'] },
+    { schema: { allOf: [{ type: "object", properties: { a: {} }, patternProperties: { "^x-": { type: "integer" } } }, { properties: { "x-b": { minimum: 3 } } }] }, texts: ['{"x-b":4}', '{"x-b":2}', '{"x-b":"s"}', '{"x-c":1}', '{"x-c":"s"}', '{"z":[]}'] },
+    // Items nothing satisfies leave arrays too short to hold one: [] (Github_hard---o61085, whose
+    // items' allOf both requires and forbids "id", was refused as a whole).
+    { schema: { type: "object", required: ["p"], properties: { p: { type: "array", items: { allOf: [{ type: "object", additionalProperties: false }, { required: ["x"] }] } } } }, texts: ['{"p":[]}', '{"p":[{}]}', '{"p":[{"x":1}]}', "{}"] },
+    { schema: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "array", prefixItems: [{ type: "integer" }, { allOf: [{ type: "string" }, { type: "integer" }] }] }, texts: ["[]", "[1]", "[1,2]", '[1,"a"]', '["a"]'] },
     // Unknown keywords that differ between members validate nothing (MaskBench: "_id", "help").
     { schema: { allOf: [{ type: "object", _id: "a", properties: { x: { type: "integer" } } }, { _id: "b", help: 1, required: ["x"] }] }, texts: ['{"x":1}', "{}", '{"x":"s"}', '{"x":2,"y":[]}'] },
     { schema: { oneOf: [{ type: "integer" }, { type: "string" }] }, texts: ["1", '"1"', "1.5", "true"] },
@@ -465,6 +475,10 @@ describe("minProperties and maxProperties: members counted", () => {
       expectAgreesWithAjv(s.accepts, validator(schema), texts, stricterOn ?? []);
     });
   }
+  it("allOf: members whose additionalProperties differ beside patternProperties are refused", () => {
+    expect(() => jsonSchemaToGbnf(JSON.stringify({ allOf: [{ type: "object", additionalProperties: false, patternProperties: { "^x-": {} } }, { properties: { b: {} } }] }), "x.schema.json"))
+      .toThrow(/allOf: merging object schemas whose additionalProperties differ is not supported beside patternProperties/);
+  });
   it("refused where counting would be looser (minProperties above 1 beside other names) or too large", () => {
     const code = (schema: object) => { try { jsonSchemaToGbnf(JSON.stringify(schema), "x.schema.json"); return "compiled"; } catch (e) { return (e as SpecError).code + " " + (e as SpecError).message; } };
     expect(code({ type: "object", minProperties: 2 })).toMatch(/^E0902 minProperties: a bound above 1 is supported only where .*\(at \/minProperties\)/);
