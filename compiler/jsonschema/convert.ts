@@ -531,11 +531,23 @@ class Converter {
     const xb = own(b, "additionalProperties") ?? true;
     const ta = own(a, "patternProperties");
     const tb = own(b, "patternProperties");
+    const both = (x: unknown, y: unknown): unknown => (x === true || jsonEqual(x, y) ? y : y === true ? x : x === false || y === false ? false : { allOf: [x, y] });
+    // A member with neither properties nor patternProperties puts its additionalProperties on every
+    // name: the other's members, each with it as well.
+    const uniform = (p: Record<string, unknown>, t: unknown) => Object.keys(p).length === 0 && t === undefined;
+    if (uniform(pa, ta) || uniform(pb, tb)) {
+      const [p, t, x, y] = uniform(pa, ta) ? [own(b, "properties"), tb, xb, xa] : [own(a, "properties"), ta, xa, xb];
+      const each = (m: unknown) => (isObj(m) ? Object.fromEntries(Object.entries(m).map(([k, v]) => [k, both(v, y)])) : m);
+      if (p !== undefined) out["properties"] = each(p);
+      if (t !== undefined) out["patternProperties"] = each(t);
+      const z = both(x, y);
+      if (z !== true) out["additionalProperties"] = z;
+      return;
+    }
     if (ta !== undefined && tb !== undefined && !jsonEqual(ta, tb)) this.relax("allOf", ptr, "the subschemas disagree on patternProperties, which specc cannot merge");
     if ((ta !== undefined || tb !== undefined) && (xa !== true || xb !== true) && !(jsonEqual(ta, tb) && jsonEqual(xa, xb))) {
       this.relax("allOf", ptr, "merging object schemas whose additionalProperties differ is not supported beside patternProperties");
     }
-    const both = (x: unknown, y: unknown): unknown => (x === true || jsonEqual(x, y) ? y : y === true ? x : x === false || y === false ? false : { allOf: [x, y] });
     const props: Record<string, unknown> = {};
     for (const k of [...Object.keys(pa), ...Object.keys(pb)]) {
       if (!Object.hasOwn(props, k)) setOwn(props, k, both(Object.hasOwn(pa, k) ? pa[k] : xa, Object.hasOwn(pb, k) ? pb[k] : xb));

@@ -475,6 +475,18 @@ describe("minProperties and maxProperties: members counted", () => {
       expectAgreesWithAjv(s.accepts, validator(schema), texts, stricterOn ?? []);
     });
   }
+  it("allOf: a member that says nothing about members leaves the other's patternProperties and additionalProperties as they are", async () => {
+    // JsonSchemaStore---dependabot-2.0: {"type": "object", "$ref": ...} to patternProperties beside
+    // additionalProperties: false (the $ref and its sibling are an allOf).
+    const schema = { type: "object", properties: { r: { type: "object", $ref: "#/$defs/reg" } }, $defs: { reg: { additionalProperties: false, patternProperties: { "^x-": { type: "integer" } } } } };
+    const s = await speccOf(schema);
+    expectAgreesWithAjv(s.accepts, validator(schema), ['{"r":{}}', '{"r":{"x-a":1}}', '{"r":{"x-a":"s"}}', '{"r":{"y":1}}', '{"r":[]}'], []);
+    // JsonSchemaStore---jreleaser-1.7.0: one member's additionalProperties only, which every name
+    // of the other's (listed, by pattern, other) must satisfy too.
+    const map = { type: "object", properties: { h: { allOf: [{ type: "object", properties: { id: { type: "integer" } }, additionalProperties: { type: "integer" }, patternProperties: { "^x-": { minimum: 0 } } }, { additionalProperties: { maximum: 9 }, type: ["object", "null"] }] } } };
+    const m = await speccOf(map);
+    expectAgreesWithAjv(m.accepts, validator(map), ['{"h":{"id":3}}', '{"h":{"id":30}}', '{"h":{"x-a":5}}', '{"h":{"x-a":-1}}', '{"h":{"x-a":10}}', '{"h":{"b":2}}', '{"h":{"b":12}}', '{"h":{"b":"s"}}', '{"h":null}'], []);
+  });
   it("allOf: members whose additionalProperties differ beside patternProperties are refused", () => {
     expect(() => jsonSchemaToGbnf(JSON.stringify({ allOf: [{ type: "object", additionalProperties: false, patternProperties: { "^x-": {} } }, { properties: { b: {} } }] }), "x.schema.json"))
       .toThrow(/allOf: merging object schemas whose additionalProperties differ is not supported beside patternProperties/);
