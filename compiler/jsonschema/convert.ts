@@ -931,8 +931,12 @@ class Converter {
     }
     // dependentRequired (and dependencies' name lists): a present name needs others present. The
     // names they mention are members like any other; a required one makes its dependents required.
-    const deps = this.dependencies(s, ptr) ?? new Map<string, string[]>();
+    const dep = this.dependencies(s, ptr) ?? { needs: new Map<string, string[]>(), formulas: new Map<string, Presence[]>() };
+    const deps = dep.needs;
+    // The names a dependency mentions are members like any other (their presence is tracked below).
+    const mentioned = (t: string, fs: Presence[]) => [t, ...fs.flatMap((f) => presenceNames(f))];
     for (const [t, ds] of deps) for (const d of [t, ...ds]) if (!keys.includes(d)) keys.push(d);
+    for (const [t, fs] of dep.formulas) for (const d of mentioned(t, fs)) if (!keys.includes(d)) keys.push(d);
     const req = new Set(required);
     for (let grew = true; grew;) {
       grew = false;
@@ -969,6 +973,7 @@ class Converter {
     // state (one bit each), checked when the members end.
     const depBits = new Map<string, number>();
     for (const [t, ds] of deps) for (const d of [t, ...ds]) if (keys.includes(d) && !req.has(d) && !depBits.has(d)) depBits.set(d, depBits.size);
+    for (const [t, fs] of dep.formulas) for (const d of mentioned(t, fs)) if (keys.includes(d) && !req.has(d) && !depBits.has(d)) depBits.set(d, depBits.size);
     if (depBits.size > MAX_DEPENDENCY_NAMES) this.relax("dependentRequired", ptr, `dependencies among more than ${MAX_DEPENDENCY_NAMES} optional properties are not supported`);
     const depsMet = (mask: number): boolean => {
       for (const [t, ds] of deps) {
@@ -976,6 +981,13 @@ class Converter {
         if (tb === undefined || !(mask & (1 << tb))) continue; // absent (or required: its dependents are too)
         for (const d of ds) { const db = depBits.get(d); if (db !== undefined && !(mask & (1 << db))) return false; }
       }
+      // Dependency schemas: where the trigger is present, their formula holds. A name is present
+      // when it is required and can appear, or its bit is set; absent when it cannot appear.
+      const present = (n: string): boolean => {
+        const b = depBits.get(n);
+        return b !== undefined ? (mask & (1 << b)) !== 0 : req.has(n) && keys.includes(n);
+      };
+      for (const [t, fs] of dep.formulas) if (present(t) && !fs.every((f) => presenceHolds(f, present))) return false;
       return true;
     };
     const members = keys.map((k) => `${gbnfLit(JSON.stringify(k))} ws ":" ws ${values.get(k)!}`);
@@ -1019,7 +1031,7 @@ class Converter {
     if (counting && this.opts.anyOrder && keys.length >= 2 && keys.length <= ANY_ORDER_MAX) this.relax(lo > 0 ? "minProperties" : "maxProperties", ptr, "not supported together with any-order properties");
     /** Members so far, kept up to what decides: hi when there is one, else lo. */
     const cap = hi ?? lo;
-    if (this.opts.anyOrder && depBits.size > 0) this.relax("dependentRequired", ptr, "not supported together with any-order properties");
+    if (this.opts.anyOrder && (depBits.size > 0 || dep.formulas.size > 0)) this.relax("dependentRequired", ptr, "not supported together with any-order properties");
     if (this.opts.anyOrder && keys.length >= 2 && keys.length <= ANY_ORDER_MAX) {
       // Any order, each property at most once: one rule per set of properties already written
       // (2^n of them), additional properties anywhere in between.
@@ -1107,13 +1119,14 @@ class Converter {
   }
 
   /**
-   * The name dependencies of an object schema (`dependentRequired`, and `dependencies` whose values
-   * are name lists; schema values that accept anything are ignored): trigger → names it needs.
-   * undefined when some dependency is a schema that constrains (refused by the caller).
+   * The name dependencies of an object schema (`dependentRequired`, `dependencies` whose values are
+   * name lists, and schema values that only say which names are present, `presence`): trigger →
+   * names it needs, and names it excludes. undefined when some dependency is a schema that says
+   * more (refused by the caller).
    */
-  private dependencies(s: Record<string, unknown>, ptr: string): Map<string, string[]> | undefined {
-    const out = new Map<string, string[]>();
-    const anything = (x: unknown) => x === true || (isObj(x) && !hasValidation(x));
+  private dependencies(s: Record<string, unknown>, ptr: string): { needs: Map<string, string[]>; formulas: Map<string, Presence[]> } | undefined {
+    const needs = new Map<string, string[]>();
+    const formulas = new Map<string, Presence[]>();
     for (const k of ["dependentRequired", "dependencies", "dependentSchemas"]) {
       const d = s[k];
       if (d === undefined) continue;
@@ -1121,12 +1134,16 @@ class Converter {
       for (const [t, v] of Object.entries(d)) {
         if (Array.isArray(v) && k !== "dependentSchemas") {
           if (!v.every((x) => typeof x === "string")) throw this.error("E0903", `${k}: the names that ${JSON.stringify(t)} needs must be strings`, `${ptr}/${k}/${pointerToken(t)}`);
-          out.set(t, [...new Set([...(out.get(t) ?? []), ...(v as string[])])].filter((x) => x !== t));
-        } else if (k !== "dependentRequired" && anything(v)) continue;
-        else return undefined;
+          needs.set(t, [...new Set([...(needs.get(t) ?? []), ...(v as string[])])].filter((x) => x !== t));
+          continue;
+        }
+        if (k === "dependentRequired") return undefined;
+        const f = presence(v);
+        if (f === undefined) return undefined;
+        if (presenceNames(f).length > 0) formulas.set(t, [...(formulas.get(t) ?? []), f]);
       }
     }
-    return out;
+    return { needs, formulas };
   }
 
   /**
@@ -1195,6 +1212,58 @@ function inOrder(s: Schema, order: string[] | undefined): Schema {
   order.forEach((k, i) => { if (!at.has(k)) at.set(k, i); });
   const keys = Object.keys(props).sort((a, b) => (at.get(a) ?? order.length) - (at.get(b) ?? order.length)); // stable
   return { ...s, properties: Object.fromEntries(keys.map((k) => [k, props[k]])) };
+}
+
+/** Which names are present, as a dependency schema may say it (`presence`). */
+type Presence = { has: string } | { not: string } | { all: Presence[] } | { any: Presence[] } | { one: Presence[] };
+
+/**
+ * A dependency schema that only says which names are present, as a formula: `required` (each
+ * name present), `properties` whose schemas nothing satisfies (`{"not": {}}`, `false`: absent) or
+ * anything satisfies, `not: {required: [...]}` (not all present), and `allOf`, `anyOf`, `oneOf` of
+ * such. undefined for any other schema.
+ */
+function presence(x: unknown): Presence | undefined {
+  if (x === true) return { all: [] };
+  if (!isObj(x)) return undefined;
+  const parts: Presence[] = [];
+  const kw = (v: Record<string, unknown>) => Object.keys(v).filter((k) => HANDLED.has(k));
+  const never = (v: unknown) => v === false || (isObj(v) && kw(v).join() === "not" && isObj(v["not"]) && !hasValidation(v["not"] as Record<string, unknown>));
+  const names = (v: unknown): string[] | undefined => (Array.isArray(v) && v.every((n) => typeof n === "string") ? (v as string[]) : undefined);
+  for (const k of kw(x)) {
+    const v = x[k];
+    if (k === "required" && names(v)) parts.push(...names(v)!.map((n) => ({ has: n })));
+    else if (k === "properties" && isObj(v)) {
+      for (const [n, ps] of Object.entries(v)) {
+        if (never(ps)) parts.push({ not: n });
+        else if (!(ps === true || (isObj(ps) && !hasValidation(ps)))) return undefined;
+      }
+    } else if (k === "not" && isObj(v) && kw(v).join() === "required" && names(v["required"])) {
+      parts.push({ any: names(v["required"])!.map((n) => ({ not: n })) });
+    } else if ((k === "allOf" || k === "anyOf" || k === "oneOf") && Array.isArray(v)) {
+      const ms = v.map(presence);
+      if (ms.some((m) => m === undefined)) return undefined;
+      parts.push(k === "allOf" ? { all: ms as Presence[] } : k === "anyOf" ? { any: ms as Presence[] } : { one: ms as Presence[] });
+    } else return undefined;
+  }
+  return { all: parts };
+}
+
+/** The names a formula mentions. */
+function presenceNames(f: Presence, out: string[] = []): string[] {
+  if ("has" in f) out.push(f.has);
+  else if ("not" in f) out.push(f.not);
+  else for (const g of "all" in f ? f.all : "any" in f ? f.any : f.one) presenceNames(g, out);
+  return out;
+}
+
+/** A formula's value, given which names are present. */
+function presenceHolds(f: Presence, present: (n: string) => boolean): boolean {
+  if ("has" in f) return present(f.has);
+  if ("not" in f) return !present(f.not);
+  if ("all" in f) return f.all.every((g) => presenceHolds(g, present));
+  if ("any" in f) return f.any.some((g) => presenceHolds(g, present));
+  return f.one.filter((g) => presenceHolds(g, present)).length === 1;
 }
 
 function hasValidation(s: Record<string, unknown>): boolean {

@@ -458,6 +458,38 @@ describe("fractional number bounds agree with ajv", () => {
   });
 });
 
+describe("dependencies whose schemas only say which names are present", () => {
+  const cases: { schema: object; texts: string[] }[] = [
+    // Github_hard---o58639's shape: "not required" excludes a name; a name list needs one.
+    { schema: { type: "object", properties: { a: {}, b: {}, c: {} }, dependencies: { a: { not: { required: ["b"] } }, c: { required: ["a"] } } }, texts: ["{}", '{"a":1}', '{"a":1,"b":1}', '{"b":1}', '{"c":1}', '{"a":1,"c":1}', '{"a":1,"b":1,"c":1}'] },
+    // Github_medium---o27154's shape: properties nothing satisfies, each excluding the other.
+    { schema: { type: "object", properties: { e: {}, n: {} }, dependencies: { e: { properties: { n: { not: {} } } }, n: { properties: { e: { not: {} } } } } }, texts: ["{}", '{"e":1}', '{"n":1}', '{"e":1,"n":1}', '{"x":1}'] },
+    // A required name excludes an optional one, which then cannot appear (not even as another name).
+    { schema: { type: "object", required: ["t"], properties: { t: {} }, dependencies: { t: { not: { required: ["e"] } } } }, texts: ['{"t":1}', '{"t":1,"e":1}', '{"t":1,"x":1}', "{}"] },
+    // Handwritten---dep3's and dep8's shapes: anyOf of name lists, "not all of" several names.
+    { schema: { type: "object", allOf: [{ dependencies: { a: { anyOf: [{ required: ["b"] }, { required: ["c"] }] }, b: { not: { required: ["a"] } } } }, { required: ["a"] }] }, texts: ['{"a":1}', '{"a":1,"b":1}', '{"a":1,"c":1}', '{"a":1,"b":1,"c":1}', '{"c":1}'] },
+    { schema: { type: "object", properties: { a: {}, b: {}, c: {}, d: {} }, additionalProperties: false, dependencies: { a: { not: { required: ["b", "c"] } }, d: { oneOf: [{ required: ["b"] }, { required: ["c"] }] } } }, texts: ['{"a":1}', '{"a":1,"b":1}', '{"a":1,"b":1,"c":1}', '{"d":1}', '{"b":1,"d":1}', '{"b":1,"c":1,"d":1}', '{"a":1,"c":1,"d":1}'] },
+    // A required trigger: its formula holds in every object.
+    { schema: { type: "object", required: ["t"], dependencies: { t: { anyOf: [{ required: ["x"] }, { required: ["y"] }] } } }, texts: ['{"t":1}', '{"t":1,"x":1}', '{"t":1,"y":2}', '{"t":1,"z":2}'] },
+    // Handwritten---dep2's shape: allOf of name lists; and a description beside them.
+    { schema: { type: "object", dependencies: { c: { allOf: [{ required: ["x"] }, { required: ["y"], description: "y too" }] } } }, texts: ['{"c":1}', '{"c":1,"x":1,"y":1}', '{"c":1,"x":1}', '{"x":1}', "{}"] },
+  ];
+  for (const { schema, texts } of cases) {
+    it(JSON.stringify(schema).slice(0, 90), async () => {
+      const s = await speccOf(schema);
+      expectAgreesWithAjv(s.accepts, validator(schema), texts, []);
+    });
+  }
+  it("other dependency schemas stay refused; required names that exclude each other are unsatisfiable", () => {
+    const code = (schema: object) => { try { jsonSchemaToGbnf(JSON.stringify(schema), "x.schema.json"); return "compiled"; } catch (e) { return (e as SpecError).code; } };
+    expect(code({ type: "object", dependencies: { a: { properties: { b: { type: "string" } } } } })).toBe("E0902");
+    expect(code({ type: "object", dependencies: { a: { anyOf: [{ required: ["b"] }, { type: "object" }] } } })).toBe("E0902");
+    expect(code({ type: "object", required: ["a", "b"], dependencies: { a: { not: { required: ["b"] } } } })).toBe("E0904");
+    // Not with any-order properties, which track no presence (even where only required names are named).
+    expect(() => jsonSchemaToGbnf(JSON.stringify({ type: "object", required: ["t", "x"], properties: { t: {}, x: {} }, dependencies: { t: { not: { required: ["x"] } } } }), "x.schema.json", { anyOrder: true })).toThrow(/not supported together with any-order/);
+  });
+});
+
 describe("minProperties and maxProperties: members counted", () => {
   const cases: { schema: object; texts: string[]; stricterOn?: string[] }[] = [
     { schema: { type: "object", properties: { a: {}, b: {}, c: {} }, additionalProperties: false, minProperties: 1 }, texts: ["{}", '{"a":1}', '{"b":1,"c":2}', '{"x":1}'] },
@@ -667,8 +699,9 @@ describe("diagnostics", () => {
 
   it("dependencies that are constraining schemas are refused; name lists past the limit too", () => {
     const refused = (schema: object) => { try { jsonSchemaToGbnf(JSON.stringify(schema), "x.schema.json"); return "compiled"; } catch (e) { return (e as SpecError).message; } };
-    expect(refused({ type: "object", dependencies: { a: { required: ["b"] } } })).toMatch(/dependencies: not supported/);
-    expect(refused({ type: "object", dependentSchemas: { a: { required: ["b"] } } })).toMatch(/dependentSchemas: not supported/);
+    // (Schemas that only say which names are present are enforced: "dependencies whose schemas ...")
+    expect(refused({ type: "object", dependencies: { a: { properties: { b: { type: "string" } } } } })).toMatch(/dependencies: not supported/);
+    expect(refused({ type: "object", dependentSchemas: { a: { minProperties: 2 } } })).toMatch(/dependentSchemas: not supported/);
     const names = Array.from({ length: 12 }, (_, i) => `p${i}`);
     expect(refused({ type: "object", dependentRequired: Object.fromEntries(names.map((n, i) => [n, [names[(i + 1) % 12]!]])) })).toMatch(/dependentRequired: dependencies among more than 10 optional properties/);
     expect(refused({ type: "object", required: ["a"], properties: { a: {} }, additionalProperties: false, dependentRequired: { a: ["z"] } })).toMatch(/required property "z" has a schema nothing satisfies/);
