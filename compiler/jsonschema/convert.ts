@@ -934,9 +934,11 @@ class Converter {
     const dep = this.dependencies(s, ptr) ?? { needs: new Map<string, string[]>(), formulas: new Map<string, Presence[]>() };
     const deps = dep.needs;
     // The names a dependency mentions are members like any other (their presence is tracked below).
-    const mentioned = (t: string, fs: Presence[]) => [t, ...fs.flatMap((f) => presenceNames(f))];
-    for (const [t, ds] of deps) for (const d of [t, ...ds]) if (!keys.includes(d)) keys.push(d);
-    for (const [t, fs] of dep.formulas) for (const d of mentioned(t, fs)) if (!keys.includes(d)) keys.push(d);
+    const depNames = [
+      ...[...deps].flatMap(([t, ds]) => [t, ...ds]),
+      ...[...dep.formulas].flatMap(([t, fs]) => [t, ...fs.flatMap((f) => presenceNames(f))]),
+    ];
+    for (const d of depNames) if (!keys.includes(d)) keys.push(d);
     const req = new Set(required);
     for (let grew = true; grew;) {
       grew = false;
@@ -972,8 +974,7 @@ class Converter {
     // The optional names a dependency mentions: which of them are present is part of the rule
     // state (one bit each), checked when the members end.
     const depBits = new Map<string, number>();
-    for (const [t, ds] of deps) for (const d of [t, ...ds]) if (keys.includes(d) && !req.has(d) && !depBits.has(d)) depBits.set(d, depBits.size);
-    for (const [t, fs] of dep.formulas) for (const d of mentioned(t, fs)) if (keys.includes(d) && !req.has(d) && !depBits.has(d)) depBits.set(d, depBits.size);
+    for (const d of depNames) if (keys.includes(d) && !req.has(d) && !depBits.has(d)) depBits.set(d, depBits.size);
     if (depBits.size > MAX_DEPENDENCY_NAMES) this.relax("dependentRequired", ptr, `dependencies among more than ${MAX_DEPENDENCY_NAMES} optional properties are not supported`);
     const depsMet = (mask: number): boolean => {
       for (const [t, ds] of deps) {
@@ -1017,12 +1018,11 @@ class Converter {
     }
     const minP = this.count(s, "minProperties", ptr) ?? 0;
     const maxP = this.count(s, "maxProperties", ptr);
-    const needNonEmpty = minP === 1 && keys.length === 0 && extra !== null;
     // Members counted (up to MAX_COUNTED_MEMBERS) where the required ones do not settle
     // minProperties, or the members could outnumber maxProperties. Other names are counted as
     // written: a name written twice ({"a":1,"a":2} is one property) counts twice, which is
     // stricter for maxProperties and would be looser for a minProperties above 1 (refused).
-    let lo = minP > req.size && !needNonEmpty ? minP : 0;
+    let lo = minP > req.size ? minP : 0;
     let hi = maxP !== null && (extra !== null || keys.length > maxP) ? maxP : null;
     if (lo > 1 && extra !== null) { this.relax("minProperties", ptr, "a bound above 1 is supported only where the required properties satisfy it or no other names are allowed"); lo = 0; }
     if (lo > MAX_COUNTED_MEMBERS) { this.relax("minProperties", ptr, `bounds above ${MAX_COUNTED_MEMBERS} are supported only where the required properties satisfy them`); lo = 0; }
@@ -1050,7 +1050,7 @@ class Converter {
         return name;
       };
       const first: string[] = [];
-      if (reqMask === 0 && !needNonEmpty) first.push('""');
+      if (reqMask === 0) first.push('""');
       for (let i = 0; i < keys.length; i++) first.push(`${members[i]} ${after(1 << i)}`);
       if (extra !== null) first.push(`${extra} ${after(0)}`);
       return this.define(`"{" ws ( ${first.join(" | ")} ) ws "}"`);
@@ -1076,7 +1076,7 @@ class Converter {
       if (i === keys.length) {
         if (!depsMet(mask)) out = null;
         else if (extra === null) out = c >= lo ? '""' : null;
-        else out = others(first, needNonEmpty ? 1 : Math.max(0, lo - c), hi === null ? null : hi - c);
+        else out = others(first, Math.max(0, lo - c), hi === null ? null : hi - c);
       } else {
         const bit = depBits.get(keys[i]!);
         const c1 = hi !== null ? c + 1 : Math.min(c + 1, cap);
@@ -1120,9 +1120,9 @@ class Converter {
 
   /**
    * The name dependencies of an object schema (`dependentRequired`, `dependencies` whose values are
-   * name lists, and schema values that only say which names are present, `presence`): trigger →
-   * names it needs, and names it excludes. undefined when some dependency is a schema that says
-   * more (refused by the caller).
+   * name lists: trigger → names it needs; schema values that only say which names are present:
+   * trigger → `presence` formulas). undefined when some dependency is a schema that says more
+   * (refused by the caller).
    */
   private dependencies(s: Record<string, unknown>, ptr: string): { needs: Map<string, string[]>; formulas: Map<string, Presence[]> } | undefined {
     const needs = new Map<string, string[]>();

@@ -51,6 +51,16 @@ function expectAgreesWithAjv(accepts: (t: string) => boolean, validate: (d: unkn
   }
 }
 
+/** The error code converting a schema (text or value) gives, or "compiled". */
+function codeOf(schema: string | object): string {
+  try {
+    jsonSchemaToGbnf(typeof schema === "string" ? schema : JSON.stringify(schema), "x.schema.json");
+    return "compiled";
+  } catch (e) {
+    return (e as SpecError).code;
+  }
+}
+
 async function speccOf(schema: string | object, file = "t.schema.json") {
   const c = compileJsonSchema(typeof schema === "string" ? schema : JSON.stringify(schema), file);
   const spec = await Spec.load(compileToWasm(c));
@@ -481,7 +491,7 @@ describe("dependencies whose schemas only say which names are present", () => {
     });
   }
   it("other dependency schemas stay refused; required names that exclude each other are unsatisfiable", () => {
-    const code = (schema: object) => { try { jsonSchemaToGbnf(JSON.stringify(schema), "x.schema.json"); return "compiled"; } catch (e) { return (e as SpecError).code; } };
+    const code = codeOf;
     expect(code({ type: "object", dependencies: { a: { properties: { b: { type: "string" } } } } })).toBe("E0902");
     expect(code({ type: "object", dependencies: { a: { anyOf: [{ required: ["b"] }, { type: "object" }] } } })).toBe("E0902");
     expect(code({ type: "object", required: ["a", "b"], dependencies: { a: { not: { required: ["b"] } } } })).toBe("E0904");
@@ -551,7 +561,7 @@ describe("property names that Object.prototype has are names like any other", ()
     });
   }
   it("a $ref to one of them points at nothing; a required one that nothing allows is unsatisfiable", () => {
-    const code = (text: string) => { try { jsonSchemaToGbnf(text, "x.schema.json"); return "compiled"; } catch (e) { return (e as SpecError).code; } };
+    const code = codeOf;
     expect(code('{"$ref":"#/__proto__"}')).toBe("E0905");
     expect(code('{"$ref":"#/constructor"}')).toBe("E0905");
     expect(code('{"$ref":"#/definitions/a/length","definitions":{"a":[{}]}}')).toBe("E0905");
