@@ -25,18 +25,54 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
     for (let a = 0; a < nSyms; a++) { const t = m.next(s, a); succ[s * nSyms + a] = t < 0 ? sink : t; }
   }
   for (let a = 0; a < nSyms; a++) succ[sink * nSyms + a] = sink;
-  // Inverse transitions in CSR form: for symbol a and target t, the sources. Edges into the sink
-  // are left out: the sink's block is a singleton of its own (its key is unique), so it never
-  // splits, and it is the one initial block Hopcroft may leave off the worklist (splitting by all
-  // other blocks of a complete automaton implies splitting by it). Most edges of a sparse
-  // automaton go to the sink, so this skips most of the work.
-  const invCount = new Int32Array(nSyms * n + 1);
-  for (let s = 0; s < sink; s++) for (let a = 0; a < nSyms; a++) { const t = succ[s * nSyms + a]!; if (t !== sink) invCount[a * n + t + 1]!++; }
-  for (let i = 1; i < invCount.length; i++) invCount[i]! += invCount[i - 1]!;
-  const invStart = invCount;
-  const inv = new Int32Array(invCount[nSyms * n]!);
-  const fill = invCount.slice();
-  for (let s = 0; s < sink; s++) for (let a = 0; a < nSyms; a++) { const t = succ[s * nSyms + a]!; if (t !== sink) inv[fill[a * n + t]!++] = s; }
+  // Inverse transitions: the edges into each state but the sink, grouped by target and, within a
+  // target, by symbol (two stable counting sorts of the edge list, sources ascending), so that the
+  // set-up costs the number of edges rather than n · nSyms. Edges into the sink are left out: the
+  // sink's block is a singleton of its own (its key is unique), so it never splits, and it is the
+  // one initial block Hopcroft may leave off the worklist (splitting by all other blocks of a
+  // complete automaton implies splitting by it). Most edges of a sparse automaton go to the sink,
+  // so this skips most of the work.
+  const bySym = new Int32Array(nSyms + 1);
+  for (let st = 0; st < sink; st++) for (let a = 0; a < nSyms; a++) if (succ[st * nSyms + a] !== sink) bySym[a + 1]!++;
+  for (let a = 0; a < nSyms; a++) bySym[a + 1]! += bySym[a]!;
+  const nE = bySym[nSyms]!;
+  const edgeS = new Int32Array(nE); // the edges' sources by symbol, ascending within one
+  {
+    const at = bySym.slice();
+    for (let st = 0; st < sink; st++) for (let a = 0; a < nSyms; a++) if (succ[st * nSyms + a] !== sink) edgeS[at[a]!++] = st;
+  }
+  const byTarget = new Int32Array(n + 1);
+  for (let a = 0; a < nSyms; a++) for (let e = bySym[a]!; e < bySym[a + 1]!; e++) byTarget[succ[edgeS[e]! * nSyms + a]! + 1]!++;
+  for (let t = 0; t < n; t++) byTarget[t + 1]! += byTarget[t]!;
+  const inv = new Int32Array(nE); // sources by target, then symbol, then source
+  const invSym = new Int32Array(nE);
+  {
+    const at = byTarget.slice();
+    for (let a = 0; a < nSyms; a++) {
+      for (let e = bySym[a]!; e < bySym[a + 1]!; e++) {
+        const st = edgeS[e]!;
+        const k = at[succ[st * nSyms + a]!]!++;
+        inv[k] = st;
+        invSym[k] = a;
+      }
+    }
+  }
+  // Per state, the symbols on which some transition enters it (`inSyms`, ascending) and where
+  // their sources start in `inv` (`inFrom`; a group ends where the next begins).
+  const inSymStart = new Int32Array(n + 1);
+  let nIn = 0;
+  for (let t = 0; t < n; t++) for (let k = byTarget[t]!; k < byTarget[t + 1]!; k++) if (k === byTarget[t] || invSym[k] !== invSym[k - 1]) nIn++;
+  const inSyms = new Int32Array(nIn);
+  const inFrom = new Int32Array(nIn + 1);
+  nIn = 0;
+  for (let t = 0; t < n; t++) {
+    inSymStart[t] = nIn;
+    for (let k = byTarget[t]!; k < byTarget[t + 1]!; k++) {
+      if (k === byTarget[t] || invSym[k] !== invSym[k - 1]) { inSyms[nIn] = invSym[k]!; inFrom[nIn++] = k; }
+    }
+  }
+  inSymStart[n] = nIn;
+  inFrom[nIn] = nE;
 
   // Partition structure.
   const elems = new Int32Array(n);
@@ -61,21 +97,11 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
     for (let b = 0; b < nB; b++) { bStart[b] = counts[b]!; counts[b + 1]! += counts[b]!; bEnd[b] = bStart[b]!; }
     for (let s = 0; s < n; s++) { const b = keyOf[s]!; blk[s] = b; loc[s] = bEnd[b]!; elems[bEnd[b]!++] = s; }
   }
-  // Per state, the symbols on which some transition enters it (CSR). A splitter (B, a) is queued
-  // only if some transition on `a` enters B (else it splits nothing): most blocks of a sparse
-  // automaton are entered on one or two symbols, so this skips most of the symbols per block.
-  // The symbols entering a block are gathered from its states (`entering`), at a cost the split
-  // that made the block has already paid (each of its states was visited to make it).
-  const inSymStart = new Int32Array(n + 1);
-  let nIn = 0;
-  for (let t = 0; t < n; t++) for (let a = 0; a < nSyms; a++) if (invStart[a * n + t + 1]! > invStart[a * n + t]!) nIn++;
-  const inSyms = new Int32Array(nIn);
-  nIn = 0;
-  for (let t = 0; t < n; t++) {
-    inSymStart[t] = nIn;
-    for (let a = 0; a < nSyms; a++) if (invStart[a * n + t + 1]! > invStart[a * n + t]!) inSyms[nIn++] = a;
-  }
-  inSymStart[n] = nIn;
+  // A splitter (B, a) is queued only if some transition on `a` enters B (else it splits nothing):
+  // most blocks of a sparse automaton are entered on one or two symbols, so this skips most of the
+  // symbols per block. The symbols entering a block are gathered from its states (`entering`), at
+  // a cost the split that made the block has already paid (each of its states was visited to make
+  // it).
   const symSeen = new Int32Array(nSyms).fill(-1);
   let seenStamp = 0;
   const enteringA = new Int32Array(nSyms);
@@ -113,7 +139,11 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
     for (let i = bStart[A]!; i < bEnd[A]!; i++) splitter[nSplit++] = elems[i]!;
     for (let k = 0; k < nSplit; k++) {
       const t = splitter[k]!;
-      for (let j = invStart[a * n + t]!; j < invStart[a * n + t + 1]!; j++) {
+      let g = inSymStart[t]!;
+      const gEnd = inSymStart[t + 1]!;
+      while (g < gEnd && inSyms[g]! < a) g++;
+      if (g === gEnd || inSyms[g] !== a) continue;
+      for (let j = inFrom[g]!; j < inFrom[g + 1]!; j++) {
         const s = inv[j]!;
         const b = blk[s]!;
         const pos = bStart[b]! + marked[b]!;
