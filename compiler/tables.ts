@@ -152,26 +152,25 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
     const count = new Int32Array(nStates + 1); // per target (NONE16 counted at nStates)
     const row = new Int32Array(nClasses);
     const excC: number[] = [], excT: number[] = [];
+    const trans = dfa.trans;
     for (let s = 0; s < nStates; s++) {
-      for (let c = 0; c < nClasses; c++) {
-        const t = dfa.trans[s * nClasses + c]!;
-        row[c] = t < 0 ? NONE16 : t;
-        count[t < 0 ? nStates : t]!++;
-      }
-      // The most frequent target is the default (ties: the smaller target, NONE16 largest).
+      // The most frequent target is the default (ties: the smaller target, NONE16 largest), kept
+      // as the counts grow: the target that first reaches the largest count, or a smaller one
+      // that reaches it too.
       let def = NONE16, best = -1;
       for (let c = 0; c < nClasses; c++) {
-        const t = row[c]!;
-        const k = t === NONE16 ? nStates : t;
-        const n = count[k]!;
+        const u = trans[s * nClasses + c]!;
+        const t = u < 0 ? NONE16 : u;
+        row[c] = t;
+        const n = ++count[u < 0 ? nStates : u]!;
         if (n > best || (n === best && t < def)) { def = t; best = n; }
       }
-      for (let c = 0; c < nClasses; c++) { const t = row[c]!; count[t === NONE16 ? nStates : t] = 0; }
       excC.length = 0;
       excT.length = 0;
       let h = def | 0;
       for (let c = 0; c < nClasses; c++) {
         const t = row[c]!;
+        count[t === NONE16 ? nStates : t] = 0;
         if (t !== def) { excC.push(c); excT.push(t); h = Math.imul(h ^ c, 0x9e3779b1) ^ t; }
       }
       h = Math.imul(h ^ excC.length, 0x85ebca6b);
