@@ -64,12 +64,16 @@ export function summaryKeys(dfa: ByteDfa): SummaryKeys {
   const calls = dfa.calls ?? [];
   const keys: (string | undefined)[] = new Array(n);
   const shapes: (string | undefined)[] = new Array(n);
+  // The byte row of a state is read as runs of the class map (bytes of one class side by side):
+  // the same runs of targets as byte by byte, a few dozen lookups instead of 256.
+  const runStarts: number[] = [];
+  for (let b = 0; b < 256; b++) if (b === 0 || classMap[b] !== classMap[b - 1]) runStarts.push(b);
   // The called machines' start states, each once.
   const starts = [...new Set(calls.flatMap((cs) => cs.map(([st]) => st)))];
   // Breadth-first from s, writing the shape as it goes: a state's targets have their canonical
   // index (`idx`, -1: not reached) as soon as they are visited. Undefined: no key.
   const idx = new Int32Array(n).fill(-1);
-  const reach = (s: number): { order: number[]; shape: string } | undefined => {
+  const reach = (s: number): { order: number[]; shape?: string } => {
     const order = [s];
     idx[s] = 0;
     const visit = (t: number): number => {
@@ -79,14 +83,14 @@ export function summaryKeys(dfa: ByteDfa): SummaryKeys {
     };
     const parts: number[] = [];
     for (let i = 0; i < order.length; i++) {
-      if (order.length > MAX_MACHINE) return undefined;
+      if (order.length > MAX_MACHINE) return { order };
       const q = order[i]!;
       const cs = calls[q] ?? [];
-      if (cs.length > 1) return undefined;
+      if (cs.length > 1) return { order };
       parts.push(-1, flags[q]!);
       // The byte row as runs: (first byte, target) where the target changes.
       let prev = -3;
-      for (let b = 0; b < 256; b++) {
+      for (const b of runStarts) {
         const ti = visit(trans[q * nc + classMap[b]!]!);
         if (ti !== prev) { parts.push(b, ti); prev = ti; }
       }
@@ -97,13 +101,9 @@ export function summaryKeys(dfa: ByteDfa): SummaryKeys {
   };
   const machines: { order: number[]; key: string; shape: string }[] = [];
   for (const s of starts) {
-    const m = reach(s);
-    if (m) {
-      machines.push({ ...m, key: hash(m.shape) });
-      for (const q of m.order) idx[q] = -1;
-    } else {
-      idx.fill(-1);
-    }
+    const { order, shape } = reach(s);
+    if (shape !== undefined) machines.push({ order, shape, key: hash(shape) });
+    for (const q of order) idx[q] = -1;
   }
   // Smallest machines first, so that a machine's states take its own key, not a caller's.
   machines.sort((a, b) => a.order.length - b.order.length);
