@@ -272,7 +272,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       }
       trans[row + c] = groups[g + 1]!;
     }
-    for (const c of used) bits.fill(0, c * W, c * W + W);
+    for (const c of used) for (let w = 0; w < W; w++) bits[c * W + w] = 0; // (fill's call costs more for W = 1, the usual)
     nUsed = 0;
     const edges: [number, number, number][] = [];
     for (const [rule, rets] of callSeeds[s]!) {
@@ -355,8 +355,13 @@ export function trimPda(n: number, initial: number, accepting: (s: number) => bo
   const watch: number[][] = Array.from({ length: n }, () => []);
   const owner: number[] = [];
   const waiting: number[] = [];
+  // A state's edges into one target (over several classes, usually side by side) are noted once.
+  let from = 0, last = -1;
+  const noteEdge = (t: number) => { if (t !== last) { rev[t]!.push(from); last = t; } };
   for (let s = 0; s < n; s++) {
-    next(s, (t) => rev[t]!.push(s));
+    from = s;
+    last = -1;
+    next(s, noteEdge);
     for (const [st, rt] of calls(s)) {
       const e = owner.length;
       owner.push(s);
