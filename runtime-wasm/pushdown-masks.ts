@@ -17,7 +17,7 @@ import { textLengthsInit, textMaskUpTo, textPathTo } from "./text-lengths";
 import { hashPair, pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
 import {
   PDA_MAX_PAIRS, PDA_MAX_STACK, SET_BYTES, SF_ESCAPE, SK_READS, SYM_BASE, cfCount, cfLoad, cfRec,
-  needOf, needSeen, pairPool, pdaAlive, pdaMode, pdaStep, pnDepth, readsOn, setNeedSeen, stKind,
+  needOf, needSeen, pairPool, pdaAlive, pdaMode, pdaPopped, pdaStep, pnDepth, readsOn, setNeedSeen, stKind,
 } from "./pushdown";
 
 // Masks. A configuration's mask is the union of its pairs' masks (a byte step distributes over the
@@ -29,11 +29,14 @@ import {
 // counts, same verdicts), provided n is shallow enough that every stack-limit check the summary made
 // passes on top of it too (depth(n) + the largest `depth + need` it checked ≤ PDA_MAX_STACK; a
 // pair (q, stack) exists only if depth + need(q) ≤ PDA_MAX_STACK, as in pda.ts). So the summary
-// stores the tokens accepted without escaping (`base`) and the trie nodes where a path first
-// escapes (`frontier`, in DFS order); a pair's mask is `base` plus an exact walk of the frontier
-// subtrees only (the nodes on the way to them are stepped to get the real pair sets): XGrammar's
-// context-independent / context-dependent split. Pair masks and configuration masks are cached and
-// interned with the DFA masks.
+// stores the tokens accepted without escaping (`base`) and the trie nodes where a path escapes
+// (`frontier`, in DFS order; the pairs that do not escape there go on below them). An escape pops
+// n in the real walk, which gives the same pairs wherever it happens: what (ret(n), parent(n))
+// closes to. So a pair's mask is `base`, plus, where those pairs are alive, each frontier node's
+// own tokens and its subtree walked from them alone (`escapeWalks`): XGrammar's context-independent
+// / context-dependent split. After whitespace, a value or a string's closing quote, that is a walk
+// of the few children the pairs after the pop read, not of every path through the whitespace again.
+// Pair masks and configuration masks are cached and interned with the DFA masks.
 //
 // Shared with the DFA mask code: the trie node layout (NODE, `setRange`), the distinct-mask arrays
 // and `intern` (whose index pdaGrowMasks re-allocates: pushdown masks are not bounded by nStates).
@@ -50,6 +53,8 @@ let frontScratch: usize = 0;
 let frontCap: u32 = 0;
 let pairScratch: usize = 0;
 let cfgScratch: usize = 0;
+/** What popping a pair's stack node gives (`escapeWalks`). */
+let contSet: usize = 0;
 let maskCap: u32 = 0;
 let lastPairMax: u32 = 0;
 
@@ -247,6 +252,7 @@ function pdaVocabInit(): void {
   frontScratch = heap.alloc(<usize>frontCap << 2);
   pairScratch = heap.alloc(maskBytes);
   cfgScratch = heap.alloc(maskBytes);
+  contSet = heap.alloc(SET_BYTES);
   pairCacheInit();
   // The DFA path sizes the distinct-mask index for 2 × nStates + 1 masks; configurations and pairs
   // can need any number, so take it over with a growable copy.
@@ -520,11 +526,12 @@ function finishSummaryRec(nf: u32): void {
 /**
  * The summary of state `q`: the trie walked from the single pair (q, SYM_BASE). `base` gets the
  * tokens accepted on paths that never pop SYM_BASE (and the empty tokens); a node whose step pops
- * it goes to the frontier list and its subtree is left to the per-pair walks. Also records the
- * largest `depth + need` a stack-limit check saw and the most pairs one closure visited.
+ * it goes to the frontier list (what follows the pop is left to the per-pair walks), and the walk
+ * goes on below it with the pairs that did not pop. Also records the largest `depth + need` a
+ * stack-limit check saw and the most pairs one closure visited.
  *
- * Like the DFA walk (masks.ts), the walk notes only the subtrees it does not allow (dead, over the
- * pair limit, or frontier), as trie-id ranges: most states allow most of the trie, and setting the
+ * Like the DFA walk (masks.ts), the walk notes only the subtrees it does not allow (dead, or over
+ * the pair limit), as trie-id ranges: most states allow most of the trie, and setting the
  * bits of every allowed node was half the walk's time. `base` is then built from the smaller side.
  */
 function pdaSummarize(q: u32): void {
@@ -613,8 +620,8 @@ function pdaSummarize(q: u32): void {
       frontReserve(nf + 1);
       store<u32>(frontScratch + (<usize>nf << 2), i);
       nf++;
-      i = rejSubtree(p);
-      continue;
+      // The pairs that did not escape go on below it (they are the base's; the escaped path is
+      // the pair walk's, from what popping the pair's stack node gives).
     }
     if (load<u32>(dst) == 0) {
       i = rejSubtree(p);
@@ -749,24 +756,19 @@ function maskFromRejected(out: usize): void {
 }
 
 /**
- * Walk the trie from the pair set in walk set 0, OR-ing allowed tokens into `out`. `front` = 0:
- * every node; otherwise a frontier list (u32 n, u32 nodes[n], increasing): only the frontier nodes'
- * subtrees get bits, and only they and the nodes on the way to them are stepped. Returns the most
- * pairs one closure visited.
+ * Walk the whole trie exactly from the pair set in walk set 0, OR-ing allowed tokens into `out`
+ * (the exact walk of a configuration or of a pair near the stack limit). Returns the most pairs one
+ * closure visited.
  */
-function pdaWalk(out: usize, front: usize): u32 {
+function pdaWalk(out: usize): u32 {
   const nodes = nodesPtr;
   const sets = walkSets;
   const n = nNodes;
   let maxc: u32 = 0;
-  let fullEnd: u32 = front == 0 ? n : 0;
-  let fi: u32 = 0;
-  const nf: u32 = front == 0 ? 0 : load<u32>(front);
-  // Inside a frontier subtree (or everywhere, front = 0) every node's tokens are allowed but those
-  // of the dead subtrees skipped: the ids from `gap` on are set in `out` when a subtree is skipped or
-  // the region (or a recorded subtree) ends, not node by node (as in pdaSummarize).
-  let full = front == 0;
-  let gap: u32 = full ? load<u32>(nodes + NODE, 8) : 0;
+  // Every node's tokens are allowed but those of the dead subtrees skipped: the ids from `gap` on
+  // are set in `out` when a subtree is skipped or the walk (or a recorded subtree) ends, not node by
+  // node (as in pdaSummarize).
+  let gap: u32 = load<u32>(nodes + NODE, 8);
   let i: u32 = 1;
   while (i < n) {
     if (recEnd != 0 && i >= recEnd) {
@@ -776,34 +778,16 @@ function pdaWalk(out: usize, front: usize): u32 {
     const p = nodes + <usize>i * NODE;
     const w0 = load<u32>(p);
     const sk = load<u32>(p, 4);
-    if (i >= fullEnd) {
-      if (full) {
-        gap = markTo(out, gap, trieId(fullEnd));
-        full = false;
-      }
-      while (fi < nf && load<u32>(front + 4 + (<usize>fi << 2)) < i) fi++;
-      if (fi == nf) break;
-      const f = load<u32>(front + 4 + (<usize>fi << 2));
-      if (f >= sk) {
-        i = sk;
-        continue;
-      }
-      if (f == i) {
-        fullEnd = sk;
-        full = true;
-        gap = load<u32>(p, 8);
-      } // else on the way to a frontier node: its tokens are in the summary's base
-    }
     const d = <usize>(w0 >>> 8);
     if (d > 1) {
       const t = walkFast(i, d, w0 & 0xff);
       if (t == NONE16) {
-        if (full) gap = skipFrom(out, gap, p, sk);
+        gap = skipFrom(out, gap, p, sk);
         i = sk;
         continue;
       }
       if (t == FAST_SKIP) {
-        // Allowed (no frontier node lies inside: the summary's walk stayed in the same state there).
+        // Allowed whole: every token of it ends in one pair of a reading state.
         i = sk;
         continue;
       }
@@ -818,11 +802,11 @@ function pdaWalk(out: usize, front: usize): u32 {
     if (c > maxc) maxc = c;
     if (recEnd != 0 && c > recMax) recMax = c;
     if (!pdaAlive(c, dst)) {
-      if (full) gap = skipFrom(out, gap, p, sk);
+      gap = skipFrom(out, gap, p, sk);
       i = sk;
       continue;
     }
-    if (full && d == 1 && c == 1 && load<u32>(dst) == 1 && <u32>load<u64>(dst, 8) == 0) {
+    if (d == 1 && c == 1 && load<u32>(dst) == 1 && <u32>load<u64>(dst, 8) == 0) {
       // A whole root child's subtree from a single (t, empty stack) pair: memoized.
       gap = markTo(out, gap, load<u32>(p, 8));
       const off = memoVisit(memoKey(MK_EMPTY, <u32>(load<u64>(dst, 8) >>> 32), i), sk, c, 0, false);
@@ -836,7 +820,7 @@ function pdaWalk(out: usize, front: usize): u32 {
     }
     i++;
   }
-  if (full) gap = markTo(out, gap, trieId(min(fullEnd, n)));
+  gap = markTo(out, gap, trieId(n));
   if (recEnd != 0) recFinish(0, 0);
   return maxc;
 }
@@ -857,6 +841,87 @@ function markTo(out: usize, gap: u32, a: u32): u32 {
   return trieId(sk);
 }
 
+/**
+ * Pair (q, node)'s mask from q's summary, into `out`: the base, and below each frontier node (a
+ * path where some pair pops SYM_BASE, here `node`) what the pairs of that pop take: the node's own
+ * tokens when they are alive, and its subtree walked from them. The pop gives the same pairs
+ * wherever it happens, so they are computed once. A set below a frontier node holds the summary's
+ * pairs and those of the pop; each side's closures are counted apart, so where the two counts
+ * could add up past PDA_MAX_PAIRS, returns false (the caller walks the pair exactly). Else sets
+ * `lastPairMax` (their sum where a pop happens: a bound for pdaMaskOf's check) and returns true.
+ */
+function escapeWalks(out: usize, q: u32, node: u32): bool {
+  memory.copy(out, <usize>load<u32>(symBasePtr + (<usize>q << 2)), maskBytes);
+  const own = load<u32>(symStatsPtr + (<usize>q << 3), 4);
+  lastPairMax = own;
+  const front = <usize>load<u32>(symFrontPtr + (<usize>q << 2));
+  const nf = load<u32>(front);
+  if (nf == 0) return true;
+  const cc = pdaPopped(node, contSet);
+  if (cc + own > PDA_MAX_PAIRS) return false;
+  if (!pdaAlive(cc, contSet)) return true;
+  let most = cc;
+  const nodes = nodesPtr;
+  const kept = <usize>load<u32>(contSet);
+  const one = kept == 1 ? load<u64>(contSet, 8) : NO_PAIR;
+  for (let k: u32 = 0; k < nf; k++) {
+    const g = load<u32>(front + 4 + (<usize>k << 2));
+    const sk = load<u32>(nodes + <usize>g * NODE, 4);
+    setRange(out, trieId(g), trieId(g + 1));
+    if (g + 1 == sk) continue;
+    const dg = <usize>(load<u32>(nodes + <usize>g * NODE) >>> 8);
+    memory.copy(walkSets + dg * SET_BYTES, contSet, 8 + (kept << 3));
+    store<u64>(walkOne + (dg << 3), one);
+    const m = contWalk(out, g, dg);
+    if (m > most) most = m;
+  }
+  if (most + own > PDA_MAX_PAIRS) return false;
+  lastPairMax = most + own; // a bound on the closures of the sets below the frontier nodes
+  return true;
+}
+
+/** The subtree of node g but g, from the set at walk depth dg, OR-ed into `out` (every id of it allowed but the dead subtrees'). Returns the most pairs one closure visited. */
+function contWalk(out: usize, g: u32, dg: usize): u32 {
+  const nodes = nodesPtr;
+  const sets = walkSets;
+  const end = load<u32>(nodes + <usize>g * NODE, 4);
+  let maxc: u32 = 0;
+  let gap = trieId(g + 1);
+  let i = g + 1;
+  while (i < end) {
+    const p = nodes + <usize>i * NODE;
+    const w0 = load<u32>(p);
+    const sk = load<u32>(p, 4);
+    const d = <usize>(w0 >>> 8);
+    const t = walkFast(i, d, w0 & 0xff);
+    if (t == NONE16) {
+      gap = skipFrom(out, gap, p, sk);
+      i = sk;
+      continue;
+    }
+    if (t == FAST_SKIP) {
+      i = sk;
+      continue;
+    }
+    if (t != FAST_NO) {
+      i++;
+      continue;
+    }
+    const dst = sets + d * SET_BYTES;
+    const c = pdaStep(sets + (d - 1) * SET_BYTES, w0 & 0xff, dst);
+    walkNote(d, c, dst);
+    if (c > maxc) maxc = c;
+    if (!pdaAlive(c, dst)) {
+      gap = skipFrom(out, gap, p, sk);
+      i = sk;
+      continue;
+    }
+    i++;
+  }
+  markTo(out, gap, trieId(end));
+  return maxc;
+}
+
 /** The mask of the single pair `x` (cached); sets `lastPairMax` to the most pairs one of its closures visited. */
 function pdaPairMask(x: u64): i32 {
   const hit = pairCacheFind(x);
@@ -874,15 +939,13 @@ function pdaPairMask(x: u64): i32 {
   store<u64>(sets, x, 8);
   let maxc: u32;
   const stats = symStatsPtr + (<usize>q << 3);
-  if (pnDepth(node) + load<u32>(stats) <= PDA_MAX_STACK) {
-    memory.copy(out, <usize>load<u32>(symBasePtr + (<usize>q << 2)), maskBytes);
-    maxc = pdaWalk(out, <usize>load<u32>(symFrontPtr + (<usize>q << 2)));
-    if (load<u32>(stats, 4) > maxc) maxc = load<u32>(stats, 4);
+  if (pnDepth(node) + load<u32>(stats) <= PDA_MAX_STACK && escapeWalks(out, q, node)) {
+    maxc = lastPairMax;
   } else {
     // Near the stack limit a pair or push of the summary may not exist: walk everything exactly.
     memory.fill(out, 0, maskBytes);
     setRange(out, 0, load<u32>(nodesPtr + NODE, 8));
-    maxc = pdaWalk(out, 0);
+    maxc = pdaWalk(out);
   }
   const idx = pdaInternCopy(out);
   pairCacheAdd(x, idx, maxc);
@@ -915,7 +978,7 @@ export function pdaMaskOf(c: u32): i32 {
       memory.fill(out, 0, maskBytes);
       setRange(out, 0, load<u32>(nodesPtr + NODE, 8));
       cfLoad(c, walkSets);
-      pdaWalk(out, 0);
+      pdaWalk(out);
     }
     if (acc) pdaSetEos(out);
     idx = pdaInternCopy(out);

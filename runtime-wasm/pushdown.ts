@@ -133,6 +133,8 @@ let nCompactions: u32 = 0;
 /** Two pair sets for feeding and committing. */
 let setA: usize = 0;
 let setB: usize = 0;
+/** `pdaPopped`'s one-pair source set. */
+let popSrc: usize = 0;
 
 /** pdaSummarize's reset of `needSeen` (pushdown-masks.ts) before a summary walk. */
 // @ts-ignore: decorator
@@ -606,6 +608,23 @@ export function pdaStep(src: usize, cls: u32, dst: usize): u32 {
   return visCount;
 }
 
+/**
+ * Into `dst`, what popping stack node `node` gives, as a step's pop of it does (pdaStep's SK_ACC
+ * case): the empty stack accepts; another node goes on at its return state over its parent, closed.
+ * Returns pdaStep's count (1 for the empty stack). Not for SYM_BASE.
+ */
+export function pdaPopped(node: u32, dst: usize): u32 {
+  if (node == EMPTY_STACK) {
+    store<u32>(dst, 0);
+    store<u32>(dst, SF_ACCEPT, 4);
+    return 1;
+  }
+  store<u32>(popSrc, 1);
+  store<u32>(popSrc, 0, 4);
+  store<u64>(popSrc, (<u64>pnRet(node) << 32) | <u64>pnParent(node), 8);
+  return pdaStep(popSrc, ALL_CLASSES, dst);
+}
+
 /** A step result that is a configuration: within the pair limit, and some pair or accept. */
 // @ts-ignore: decorator
 @inline export function pdaAlive(c: u32, set: usize): bool {
@@ -668,6 +687,7 @@ export function pdaInit(): bool {
   workPtr = heap.alloc((<usize>PDA_MAX_PAIRS + 1) << 3);
   setA = heap.alloc(SET_BYTES);
   setB = heap.alloc(SET_BYTES);
+  popSrc = heap.alloc(16);
   store<u32>(setA, 1);
   store<u32>(setA, 0, 4);
   store<u64>(setA, (<u64>hdr(H_INITIAL) << 32) | <u64>EMPTY_STACK, 8);
