@@ -48,7 +48,9 @@ export interface JsonSchemaGrammar {
    * Rules to enter by a call rather than expand in place (grammar/pda.ts `called`): used in many
    * places or repeated many times, their machines then exist once. Whitespace (a state per
    * character allowed), any value, an unconstrained string (its characters' mask is then walked
-   * once for every string value; each value walks only the tokens that close it), a string with a
+   * once for every string value; each value walks only the tokens that close it), an integer and
+   * a number without bounds (the same: a value's digits were a walk of the ~1,100 number tokens
+   * through the whitespace machine it calls, per property), a string with a
    * format, a pattern or a length bound from CALLED_STRING on (one machine per format, pattern and
    * bounds however many properties use it), the block of a string with a length bound past
    * LONG_STRING (or its character, without a maximum), the items of arrays with item bounds, and a
@@ -157,7 +159,7 @@ const valueList = (x: unknown): unknown[] | undefined =>
 class Converter {
   private readonly rules = new Map<string, string>();
   /** Rules the pushdown automaton enters by a call (JsonSchemaGrammar `called`). */
-  readonly called = new Set<string>(["ws", "value", "string"]);
+  readonly called = new Set<string>(["ws", "value", "string", "integer", "number"]);
   private readonly refRules = new Map<string, string>();
   /**
    * Schemas with allOf, anyOf or oneOf being expanded (by identity), with the rule name given to one

@@ -428,7 +428,7 @@ describe("strings with the same bounds, pattern or format, and references used t
       // Expanded in place, each property held a copy of the string's machine: six times the states.
       expect(six.c.byteDfa.nStates).toBeLessThan(one.c.byteDfa.nStates + 400);
       const g = jsonSchemaToGbnf(JSON.stringify(schema(6)), "a.schema.json");
-      const rule = g.called.filter((r) => !["ws", "value", "string"].includes(r));
+      const rule = g.called.filter((r) => !["ws", "value", "string", "integer", "number"].includes(r));
       expect(rule.length).toBe(1);
       const values = ['"a"', '"abc"', '"abc-1"', '"Abc"', `"${"a".repeat(40)}"`, `"${"a".repeat(41)}"`, `"${"x".repeat(100)}"`, `"${"x".repeat(101)}"`,
         '"2024-02-29T12:00:00Z"', '"2024-13-01T00:00:00Z"', '"resources.item-7919"', '"resources.item-7918"', "1"];
