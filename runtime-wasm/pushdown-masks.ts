@@ -552,6 +552,8 @@ function pdaSummarize(q: u32): void {
   const lengths = tr != 0 && tr < RUN_LOOP && runEndsDead(q, tr);
   if (lengths) textLengthsInit();
   const n = nNodes;
+  const rootText = tr;
+  const rootPlain = plainRun(q);
   let i: u32 = 1;
   while (i < n) {
     if (recEnd != 0 && i >= recEnd) finishSummaryRec(nf);
@@ -576,6 +578,11 @@ function pdaSummarize(q: u32): void {
         i++;
         continue;
       }
+    } else if ((rootText != 0 && textNode(i) && rootText >= nodeHeight(i)) || (rootPlain > rootText && plainNode(i) && rootPlain >= nodeHeight(i))) {
+      // A root child q's run takes whole (walkFast's FAST_SKIP with q on top): every token of it
+      // is allowed in one pair of a reading state, as stepping it and then each child would find.
+      i = load<u32>(p, 4);
+      continue;
     }
     const dst = sets + d * SET_BYTES;
     const ns0 = needSeen;
