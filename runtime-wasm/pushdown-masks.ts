@@ -763,20 +763,22 @@ function maskFromRejected(out: usize): void {
 }
 
 /**
- * Walk the whole trie exactly from the pair set in walk set 0, OR-ing allowed tokens into `out`
- * (the exact walk of a configuration or of a pair near the stack limit). Returns the most pairs one
- * closure visited.
+ * Walk the subtree of node g but g itself exactly, from the set at g's walk depth (the root, g = 0:
+ * the whole trie from walk set 0, for a configuration or a pair near the stack limit; a frontier
+ * node: from the pairs an escape's pop gives, `escapeWalks`), OR-ing its allowed tokens into `out`.
+ * Returns the most pairs one closure visited.
  */
-function pdaWalk(out: usize): u32 {
+function pdaWalk(out: usize, g: u32): u32 {
   const nodes = nodesPtr;
   const sets = walkSets;
-  const n = nNodes;
+  const n = load<u32>(nodes + <usize>g * NODE, 4);
   let maxc: u32 = 0;
   // Every node's tokens are allowed but those of the dead subtrees skipped: the ids from `gap` on
   // are set in `out` when a subtree is skipped or the walk (or a recorded subtree) ends, not node by
-  // node (as in pdaSummarize).
-  let gap: u32 = load<u32>(nodes + NODE, 8);
-  let i: u32 = 1;
+  // node (as in pdaSummarize). Root children are stepped (their set is in walk set 0 only), deeper
+  // nodes go through walkFast (a frontier node's depth has its one pair noted by the caller).
+  let gap = trieId(g + 1);
+  let i = g + 1;
   while (i < n) {
     if (recEnd != 0 && i >= recEnd) {
       gap = markTo(out, gap, trieId(recEnd));
@@ -879,54 +881,12 @@ function escapeWalks(out: usize, q: u32, node: u32): bool {
     const dg = <usize>(load<u32>(nodes + <usize>g * NODE) >>> 8);
     memory.copy(walkSets + dg * SET_BYTES, contSet, 8 + (kept << 3));
     store<u64>(walkOne + (dg << 3), one);
-    const m = contWalk(out, g, dg);
+    const m = pdaWalk(out, g);
     if (m > most) most = m;
   }
   if (most + own > PDA_MAX_PAIRS) return false;
   lastPairMax = most + own; // a bound on the closures of the sets below the frontier nodes
   return true;
-}
-
-/** The subtree of node g but g, from the set at walk depth dg, OR-ed into `out` (every id of it allowed but the dead subtrees'). Returns the most pairs one closure visited. */
-function contWalk(out: usize, g: u32, dg: usize): u32 {
-  const nodes = nodesPtr;
-  const sets = walkSets;
-  const end = load<u32>(nodes + <usize>g * NODE, 4);
-  let maxc: u32 = 0;
-  let gap = trieId(g + 1);
-  let i = g + 1;
-  while (i < end) {
-    const p = nodes + <usize>i * NODE;
-    const w0 = load<u32>(p);
-    const sk = load<u32>(p, 4);
-    const d = <usize>(w0 >>> 8);
-    const t = walkFast(i, d, w0 & 0xff);
-    if (t == NONE16) {
-      gap = skipFrom(out, gap, p, sk);
-      i = sk;
-      continue;
-    }
-    if (t == FAST_SKIP) {
-      i = sk;
-      continue;
-    }
-    if (t != FAST_NO) {
-      i++;
-      continue;
-    }
-    const dst = sets + d * SET_BYTES;
-    const c = pdaStep(sets + (d - 1) * SET_BYTES, w0 & 0xff, dst);
-    walkNote(d, c, dst);
-    if (c > maxc) maxc = c;
-    if (!pdaAlive(c, dst)) {
-      gap = skipFrom(out, gap, p, sk);
-      i = sk;
-      continue;
-    }
-    i++;
-  }
-  markTo(out, gap, trieId(end));
-  return maxc;
 }
 
 /** The mask of the single pair `x` (cached); sets `lastPairMax` to the most pairs one of its closures visited. */
@@ -952,7 +912,7 @@ function pdaPairMask(x: u64): i32 {
     // Near the stack limit a pair or push of the summary may not exist: walk everything exactly.
     memory.fill(out, 0, maskBytes);
     setRange(out, 0, load<u32>(nodesPtr + NODE, 8));
-    maxc = pdaWalk(out);
+    maxc = pdaWalk(out, 0);
   }
   const idx = pdaInternCopy(out);
   pairCacheAdd(x, idx, maxc);
@@ -985,7 +945,7 @@ export function pdaMaskOf(c: u32): i32 {
       memory.fill(out, 0, maskBytes);
       setRange(out, 0, load<u32>(nodesPtr + NODE, 8));
       cfLoad(c, walkSets);
-      pdaWalk(out);
+      pdaWalk(out, 0);
     }
     if (acc) pdaSetEos(out);
     idx = pdaInternCopy(out);
