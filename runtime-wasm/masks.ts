@@ -14,7 +14,7 @@ import {
 } from "./layout";
 import { transBase } from "./tables";
 import {
-  NODE, allocZero, clearRange, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr, plainSuccessor,
+  NODE, nodeClass, allocZero, clearRange, eosPtr, intern, maskAddr, maskBytes, nEos, nMasks, nNodes, nTrie, nodesPtr, plainSuccessor,
   plainNode, trieMask, setBit, setRange, stackPtr, stateMaskPtr, tagPtr, trieIdsPtr, vocabPhase, walkTrans,
 } from "./vocab";
 import { cfInternal, pdaCacheCheck, pdaMode } from "./pushdown";
@@ -187,7 +187,7 @@ function walk(s: u32, out: usize): void {
   while (c < n) {
     const q = nodes + <usize>c * NODE;
     const sk = load<u32>(q, 4);
-    const t = <u32>load<u16>(row0 + (<usize>(load<u32>(q) & 0xff) << 1));
+    const t = <u32>load<u16>(row0 + (<usize>nodeClass(load<u32>(q)) << 1));
     if (t == NONE16) {
       r = rejectRange(r, load<u32>(q, 8), load<u32>(nodes + <usize>sk * NODE, 8));
     } else if (t == s && loopsPlain(t) && plainNode(c)) {
@@ -214,7 +214,7 @@ function walk(s: u32, out: usize): void {
           const w0 = load<u32>(p);
           const d = <usize>(w0 >>> 8);
           const row = <usize>load<u32>(stack + ((d - 1) << 2));
-          const t2 = <u32>load<u16>(row + (<usize>(w0 & 0xff) << 1));
+          const t2 = <u32>load<u16>(row + (<usize>nodeClass(w0) << 1));
           if (t2 == NONE16) {
             const nx = nodes + <usize>load<u32>(p, 4) * NODE;
             r = rejectRange(r, load<u32>(p, 8), load<u32>(nx, 8));
@@ -310,7 +310,7 @@ function walkBudget(s: u32, out: usize): void {
     const w0 = load<u32>(q);
     const d = <usize>(w0 >>> 8);
     const row = <usize>load<u32>(stack + ((d - 1) << 2));
-    const t = <u32>load<u16>(row + (<usize>(w0 & 0xff) << 1));
+    const t = <u32>load<u16>(row + (<usize>nodeClass(w0) << 1));
     let tag = load<u32>(tags + ((d - 1) << 2));
     if (t != NONE16 && tag != RELEASED) {
       if (specOf(t) != p) tag = RELEASED;

@@ -9,7 +9,7 @@
 import { H_CLASSMAP, H_NCLASSES, H_NSTATES, NONE16, hdr, region } from "./layout";
 import { transBase } from "./tables";
 import {
-  NODE, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
+  NODE, nodeClass, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
   clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, nodeHeight, plainNode, plainSuccessor, setBit, setMaskStore,
   setRange, textNext, textNode, trieMask, U8_STATES, vocabPhase,
 } from "./vocab";
@@ -565,7 +565,7 @@ function pdaSummarize(q: u32): void {
       continue;
     }
     if (d > 1) {
-      const t = walkFast(i, d, w0 & 0xff);
+      const t = walkFast(i, d, nodeClass(w0));
       if (t == NONE16) {
         i = rejSubtree(p);
         continue;
@@ -587,7 +587,7 @@ function pdaSummarize(q: u32): void {
     const dst = sets + d * SET_BYTES;
     const ns0 = needSeen;
     if (d == 1) setNeedSeen(0);
-    const c = pdaStep(sets + (d - 1) * SET_BYTES, w0 & 0xff, dst);
+    const c = pdaStep(sets + (d - 1) * SET_BYTES, nodeClass(w0), dst);
     walkNote(d, c, dst);
     if (c > maxc) maxc = c;
     if (recEnd != 0 && c > recMax) recMax = c;
@@ -789,7 +789,7 @@ function pdaWalk(out: usize, g: u32): u32 {
     const sk = load<u32>(p, 4);
     const d = <usize>(w0 >>> 8);
     if (d > 1) {
-      const t = walkFast(i, d, w0 & 0xff);
+      const t = walkFast(i, d, nodeClass(w0));
       if (t == NONE16) {
         gap = skipFrom(out, gap, p, sk);
         i = sk;
@@ -806,7 +806,7 @@ function pdaWalk(out: usize, g: u32): u32 {
       }
     }
     const dst = sets + d * SET_BYTES;
-    const c = pdaStep(sets + (d - 1) * SET_BYTES, w0 & 0xff, dst);
+    const c = pdaStep(sets + (d - 1) * SET_BYTES, nodeClass(w0), dst);
     walkNote(d, c, dst);
     if (c > maxc) maxc = c;
     if (recEnd != 0 && c > recMax) recMax = c;

@@ -22,10 +22,16 @@ import { tables_ok, transBase } from "./tables";
 @inline const K_SPECIAL: u32 = 1;
 // @ts-ignore: decorator
 @inline export const K_EOS: u32 = 2;
-/** Trie node record: u32 `byte | depth << 8` (a class instead of the byte after `vocab_ready`),
- * u32 skip (index of the first node after the subtree), u32 first index into `trie_ids`. */
+/** Trie node record: u32 `byte | depth << 8`, u32 skip (index of the first node after the
+ * subtree), u32 first index into `trie_ids`. The walks read a node's byte class through the
+ * tables' class map (`nodeClass`): the records stay the vocabulary's alone, as the host wrote them. */
 // @ts-ignore: decorator
 @inline export const NODE: usize = 12;
+/** The byte class of a node record's first word. */
+// @ts-ignore: decorator
+@inline export function nodeClass(w0: u32): u32 {
+  return <u32>load<u8>(byteClassPtr + <usize>(w0 & 0xff));
+}
 /** Limits that keep every size computation inside 32 bits. */
 // @ts-ignore: decorator
 @inline const MAX_VOCAB: u32 = 1 << 24;
@@ -43,6 +49,8 @@ export let nTrie: u32 = 0;
 let nText: u32 = 0;
 let nBytes: u32 = 0;
 export let nodesPtr: usize = 0;
+/** The tables' class map (256 bytes), set by `vocab_ready`. */
+export let byteClassPtr: usize = 0;
 export let trieIdsPtr: usize = 0;
 export let tokOffPtr: usize = 0;
 export let tokBytesPtr: usize = 0;
@@ -342,6 +350,7 @@ function ready(trusted: bool): i32 {
   if (load<u32>(tokOffPtr) != 0 || load<u32>(tokOffPtr + (<usize>V << 2)) != nBytes) return -2;
   const off = tokOffPtr, kinds = tokKindPtr;
   let eos: u32 = 0, text: u32 = 0, md: u32 = 0;
+  let firstEos: u32 = V;
   let o0: u32 = 0;
   for (let id: u32 = 0; id < V; id++) {
     const o1 = load<u32>(off + (<usize>(id + 1) << 2));
@@ -352,7 +361,10 @@ function ready(trusted: bool): i32 {
       const len = o1 - o0;
       text++;
       if (len > md) md = len;
-    } else if (k == K_EOS) eos++;
+    } else if (k == K_EOS) {
+      if (eos == 0) firstEos = id;
+      eos++;
+    }
     o0 = o1;
   }
   nEos = eos;
@@ -371,12 +383,13 @@ function ready(trusted: bool): i32 {
     const t = buildTrie(md);
     if (t != 0) return t;
   }
-  if (trusted && derivedGiven) classNodes();
+  byteClassPtr = region(H_CLASSMAP);
+  if (trusted && derivedGiven) plainClassTable();
   else finishNodes();
   // Bookkeeping for the mask cache.
   eosPtr = allocZero(<usize>nEos << 2);
   let e: usize = 0;
-  for (let id: u32 = 0; id < V; id++) {
+  for (let id: u32 = firstEos; e < <usize>nEos; id++) { // the EOS ids, from the first one the pass above saw
     if (<u32>load<u8>(tokKindPtr + id) == K_EOS) {
       store<u32>(eosPtr + (e << 2), id);
       e++;
@@ -541,27 +554,13 @@ export function textNext(u: u32, b: u32): u32 {
   return b <= 0x8f ? 2 : U8_STATES;
 }
 
-/** Bytes become classes, the derived bits being the host's (`vocab_alloc_derived`). */
-function classNodes(): void {
-  const classmap = region(H_CLASSMAP);
-  plainClassTable();
-  const nodes = nodesPtr, n = nNodes;
-  for (let i: u32 = 1; i < n; i++) {
-    const p = nodes + <usize>i * NODE;
-    const w0 = load<u32>(p);
-    store<u32>(p, (w0 & 0xffffff00) | <u32>load<u8>(classmap + <usize>(w0 & 0xff)));
-  }
-}
-
 /**
- * Bytes become classes (the nodes hold bytes until here) and the plain and text bits (and in
- * pushdown mode the heights) are set, in one pass backwards (a node's subtree comes after it). For
+ * The plain and text bits (and in pushdown mode the heights) are set, in one pass backwards (a node's subtree comes after it). For
  * text, each node gets the reader states from which its subtree is valid (a bit each): its byte may
  * come there and every child's subtree is valid from the state after it; `acc[d]` gathers the
  * children at depth d of the node to come.
  */
 function finishNodes(): void {
-  const classmap = region(H_CLASSMAP);
   plainClassTable();
   const bits = ((<usize>nNodes + 31) >>> 5) << 2;
   plainBitsPtr = allocZero(bits);
@@ -585,8 +584,6 @@ function finishNodes(): void {
     const w0 = load<u32>(p);
     const b = w0 & 0xff;
     const d = <usize>(w0 >>> 8);
-    const c = <u32>load<u8>(classmap + b);
-    store<u32>(p, (w0 & 0xffffff00) | c);
     if (!plainByte(b)) bad = i;
     const kids = <u32>load<u8>(acc + d + 1);
     store<u8>(acc + d + 1, 0xff);

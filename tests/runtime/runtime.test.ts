@@ -685,7 +685,7 @@ describe("vocabulary ABI", () => {
     expect(built.vocab_max_depth!()).toBe(trie.maxDepth);
     const host = await written();
     expect(host.vocab_ready!()).toBe(0);
-    // Node for node (bytes are byte classes by now in both): the same records, the sentinel included.
+    // Node for node: the same records, the sentinel included.
     const nodes = (ex: Exports) => Array.from(new Uint32Array(ex.memory.buffer, ex.vocab_region!(0), trie.nodes.length));
     expect(nodes(built)).toEqual(nodes(host));
     expect(nodes(built).filter((_, i) => i % 3 !== 0)).toEqual(Array.from(trie.nodes).filter((_, i) => i % 3 !== 0));
@@ -709,10 +709,12 @@ describe("vocabulary ABI", () => {
     const trie = buildTokenTrie(spec.vocab!); // the vocabulary as bound to the spec's token markers
     expect(ex.vocab_max_depth!()).toBe(trie.maxDepth);
     const got = new Uint32Array(ex.memory.buffer, ex.vocab_region!(0), trie.nodes.length);
-    // Depths, skips and token ranges equal; the runtime's first word holds the byte's class.
-    const classes = spec.dfa.classMap;
-    const want = Array.from(trie.nodes, (w, i) => (i % 3 === 0 && i > 0 && i < trie.nodes.length - 3 ? (w & ~0xff) | classes[w & 0xff]! : w));
-    expect(Array.from(got)).toEqual(want);
+    // The same records (bytes, depths, skips, token ranges): the runtime reads a node's class
+    // through the class map and never rewrites the trie. The first difference, if any (a diff of
+    // 800,000 numbers would take the reporter minutes).
+    expect(got.length).toBe(trie.nodes.length);
+    const at = got.findIndex((w, i) => w !== trie.nodes[i]);
+    expect(at === -1 ? "" : `record ${Math.floor(at / 3)} word ${at % 3}: ${got[at]} vs ${trie.nodes[at]}`).toBe("");
   });
 
   it("a second and third Spec with the same vocabulary adopt the trie built once, with the same nodes and masks (Llama 3)", async () => {
