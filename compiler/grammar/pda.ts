@@ -206,7 +206,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const startOf = new Map<number, number>();
   // Transition rows, nClasses per state, in a typed array grown by doubling (a JS array pushed
   // one entry at a time was a third of this function's time).
-  let trans = new Int32Array(Math.max(64, nClasses) * 16).fill(-1);
+  let trans = new Int32Array(Math.max(64, nClasses) * 128).fill(-1);
   const rawCalls: [number, number, number][][] = []; // [rule, start, ret]
   // Per position, the id of the list of byte classes it reads: that of its byte set (interned), or
   // the empty list (the last) for a position that reads no byte.
@@ -225,6 +225,10 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const usedBuf = new Int32Array(nClasses); // classes some kernel item reads, `nUsed` of them
   let nUsed = 0;
   const succOf = (it: number): number => { const pos = it % P; return it - pos + net.next[pos]!; };
+  // Per state, its distinct byte successors (`succs` from succStart[s]): what trimming walks,
+  // instead of every class of the row.
+  const succStart: number[] = [];
+  const succs: number[] = [];
   for (let s = 0; s < kernels.length; s++) {
     const kernel = kernels[s]!;
     const W = (kernel.length + 31) >>> 5;
@@ -252,8 +256,14 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
         if (fresh) usedBuf[nUsed++] = c;
       }
     }
+    // States are numbered in class order: the (few) used classes sorted by insertion.
+    for (let a = 1; a < nUsed; a++) {
+      const c = usedBuf[a]!;
+      let b = a - 1;
+      for (; b >= 0 && usedBuf[b]! > c; b--) usedBuf[b + 1] = usedBuf[b]!;
+      usedBuf[b + 1] = c;
+    }
     const used = usedBuf.subarray(0, nUsed);
-    if (nUsed > 1) used.sort(); // states are numbered in class order, as before
     const groups: number[] = []; // per distinct successor: its first class, then its state
     for (const c of used) {
       let g = 0;
@@ -272,6 +282,8 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       }
       trans[row + c] = groups[g + 1]!;
     }
+    succStart.push(succs.length);
+    for (let g = 1; g < groups.length; g += 2) if (groups[g]! >= 0) succs.push(groups[g]!);
     for (const c of used) for (let w = 0; w < W; w++) bits[c * W + w] = 0; // (fill's call costs more for W = 1, the usual)
     nUsed = 0;
     const edges: [number, number, number][] = [];
@@ -284,15 +296,19 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     rawCalls.push(edges);
   }
   const n = kernels.length;
+  succStart.push(succs.length);
 
-  const callPairs = rawCalls.map((es) => es.filter(([, st, rt]) => st >= 0 && rt >= 0).map(([, st, rt]) => [st, rt] as const));
+  const callPairs: (readonly [number, number])[][] = rawCalls.map((es) => es.map(([, st, rt]) => [st, rt] as const)); // (edges have st, rt ≥ 0)
   const { prod, live: reach } = trimPda(n, initial, (s) => accepting[s] === 1,
-    (s, f) => { for (let c = 0; c < nClasses; c++) { const t = trans[s * nClasses + c]!; if (t >= 0) f(t); } }, (s) => callPairs[s]!);
+    (s, f) => { for (let k = succStart[s]!; k < succStart[s + 1]!; k++) f(succs[k]!); }, (s) => callPairs[s]!);
   if (!prod[initial]) return emptyLanguage(cfg);
   const liveId = new Int32Array(n).fill(-1);
   let nLive = 0;
   for (let s = 0; s < n; s++) if (reach[s]) liveId[s] = nLive++;
-  const calledRules = [...new Set(rawCalls.flatMap((es, s) => (reach[s] ? es.filter(([, st, rt]) => prod[st] && prod[rt]).map(([r]) => r) : [])))].sort((a, b) => a - b);
+  const ruleSeen = new Uint8Array(cfg.rules.length);
+  for (let s = 0; s < n; s++) if (reach[s]) for (const [r, st, rt] of rawCalls[s]!) if (prod[st] && prod[rt]) ruleSeen[r] = 1;
+  const calledRules: number[] = [];
+  for (let r = 0; r < ruleSeen.length; r++) if (ruleSeen[r]) calledRules.push(r);
   const callSym = new Map(calledRules.map((r, k) => [r, k] as const));
   const K = calledRules.length;
   const lTrans = new Int32Array(nLive * nClasses).fill(-1);
@@ -351,23 +367,42 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
 export function trimPda(n: number, initial: number, accepting: (s: number) => boolean,
   next: (s: number, f: (t: number) => void) => void, calls: (s: number) => readonly (readonly [number, number])[]): { prod: Uint8Array; live: Uint8Array } {
   const prod = new Uint8Array(n);
-  const rev: number[][] = Array.from({ length: n }, () => []);
-  const watch: number[][] = Array.from({ length: n }, () => []);
-  const owner: number[] = [];
-  const waiting: number[] = [];
-  // A state's edges into one target (over several classes, usually side by side) are noted once.
-  let from = 0, last = -1;
-  const noteEdge = (t: number) => { if (t !== last) { rev[t]!.push(from); last = t; } };
+  // Reversed byte edges and the call edges each state is waited on by, as CSR arrays: counted in
+  // one pass over the edges, filled in a second (arrays of arrays were most of this function).
+  const revAt = new Int32Array(n + 1);
+  const watchAt = new Int32Array(n + 1);
+  let nCalls = 0;
+  let last = -1;
+  const countEdge = (t: number) => { if (t !== last) { revAt[t + 1]!++; last = t; } };
   for (let s = 0; s < n; s++) {
-    from = s;
     last = -1;
-    next(s, noteEdge);
+    next(s, countEdge);
     for (const [st, rt] of calls(s)) {
-      const e = owner.length;
-      owner.push(s);
-      waiting.push(st === rt ? 1 : 2);
-      watch[st]!.push(e);
-      if (rt !== st) watch[rt]!.push(e);
+      watchAt[st + 1]!++;
+      if (rt !== st) watchAt[rt + 1]!++;
+      nCalls++;
+    }
+  }
+  for (let s = 0; s < n; s++) { revAt[s + 1]! += revAt[s]!; watchAt[s + 1]! += watchAt[s]!; }
+  const rev = new Int32Array(revAt[n]!);
+  const watch = new Int32Array(watchAt[n]!);
+  const owner = new Int32Array(nCalls);
+  const waiting = new Int32Array(nCalls);
+  {
+    const ra = revAt.slice(0, n), wa = watchAt.slice(0, n);
+    let from = 0, e = 0;
+    const noteEdge = (t: number) => { if (t !== last) { rev[ra[t]!++] = from; last = t; } };
+    for (let s = 0; s < n; s++) {
+      from = s;
+      last = -1;
+      next(s, noteEdge);
+      for (const [st, rt] of calls(s)) {
+        owner[e] = s;
+        waiting[e] = st === rt ? 1 : 2;
+        watch[wa[st]!++] = e;
+        if (rt !== st) watch[wa[rt]!++] = e;
+        e++;
+      }
     }
   }
   const work: number[] = [];
@@ -375,8 +410,8 @@ export function trimPda(n: number, initial: number, accepting: (s: number) => bo
   for (let s = 0; s < n; s++) if (accepting(s)) mark(s);
   while (work.length) {
     const t = work.pop()!;
-    for (const s of rev[t]!) mark(s);
-    for (const e of watch[t]!) if (--waiting[e]! === 0) mark(owner[e]!);
+    for (let k = revAt[t]!; k < revAt[t + 1]!; k++) mark(rev[k]!);
+    for (let k = watchAt[t]!; k < watchAt[t + 1]!; k++) { const e = watch[k]!; if (--waiting[e]! === 0) mark(owner[e]!); }
   }
   const live = new Uint8Array(n);
   if (!prod[initial]) return { prod, live };

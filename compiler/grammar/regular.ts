@@ -268,10 +268,11 @@ export interface Network {
 export function buildNetwork(cfg: Cfg, called?: ReadonlySet<number>): Network {
   const { sites, out } = callGraph(cfg, called);
   const net: Network = { kind: [K_END], arg: [0], next: [0], cut: [0], entries: [], byteSets: [] };
-  const setIds = new Map<string, number>();
-  const posIds = new Map<string, number>();
+  const setIds = new Map<string | number, number>();
+  const posIds = new Map<string | number, number>();
   const intern = (kind: number, arg: number, next: number, cut: number): number => {
-    const key = `${kind},${arg},${next},${cut}`;
+    // A number where the fields fit in 53 bits (always, within the grammar limits), else a string.
+    const key = arg < 1 << 21 && next >= 0 && next < 1 << 28 ? (next * (1 << 21) + arg) * 8 + kind * 2 + cut : `${kind},${arg},${next},${cut}`;
     let id = posIds.get(key);
     if (id === undefined) {
       id = net.kind.length;
@@ -294,7 +295,8 @@ export function buildNetwork(cfg: Cfg, called?: ReadonlySet<number>): Network {
         if (s.kind === "rule") p = intern(K_CALL, s.rule, p, cuts.get(d) ? 1 : 0);
         else {
           if (s.ranges.length === 0) { p = -1; break; } // matches nothing: drop the alternative
-          const key = s.ranges.map(([lo, hi]) => `${lo}-${hi}`).join(",");
+          // One range (a literal's byte, most of them): its bounds as a number.
+          const key = s.ranges.length === 1 ? s.ranges[0]![0] * 256 + s.ranges[0]![1] : s.ranges.map(([lo, hi]) => `${lo}-${hi}`).join(",");
           let id = setIds.get(key);
           if (id === undefined) { id = net.byteSets.length; setIds.set(key, id); net.byteSets.push(s); }
           p = intern(K_BYTES, id, p, 0);
