@@ -145,26 +145,41 @@ function split(wasm: Uint8Array): Split | null {
   return { runtime: encodeModule(out), tables: tables.data, initial: min.value, maximum: max?.value };
 }
 
+/** Byte equality, four bytes a step where both arrays start on a word boundary (as fresh ones do). */
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  let i = 0;
+  if (a.byteOffset % 4 === 0 && b.byteOffset % 4 === 0) {
+    const w = a.length >>> 2;
+    const wa = new Int32Array(a.buffer, a.byteOffset, w), wb = new Int32Array(b.buffer, b.byteOffset, w);
+    for (; i < w; i++) if (wa[i] !== wb[i]) return false;
+    i = w << 2;
+  }
+  for (; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
 
+/** The runtime used last: most loads are of the same one, found by comparing bytes, without a CRC. */
+let lastRuntime: { bytes: Uint8Array<ArrayBuffer>; module: Promise<WebAssembly.Module> } | undefined;
+
 /** The compiled runtime for these bytes: compiled on first use, then shared. */
 function runtimeModule(bytes: Uint8Array<ArrayBuffer>): Promise<WebAssembly.Module> {
+  if (lastRuntime && sameBytes(lastRuntime.bytes, bytes)) return lastRuntime.module;
   const key = crc32(bytes);
   const list = runtimes.get(key) ?? [];
   const hit = list.find((r) => sameBytes(r.bytes, bytes));
-  if (hit) return hit.module;
+  if (hit) return (lastRuntime = hit).module;
   if (cached >= MAX_RUNTIMES) {
     runtimes.clear();
     cached = 0;
   }
   const module = WebAssembly.compile(bytes);
   // A runtime that fails to compile is not kept: the next load tries again (and fails the same way).
-  module.catch(() => runtimes.delete(key));
-  list.push({ bytes, module });
+  module.catch(() => {
+    runtimes.delete(key);
+    if (lastRuntime?.module === module) lastRuntime = undefined;
+  });
+  list.push((lastRuntime = { bytes, module }));
   runtimes.set(key, list);
   cached++;
   return module;
