@@ -384,8 +384,8 @@ function ready(trusted: bool): i32 {
     if (t != 0) return t;
   }
   byteClassPtr = region(H_CLASSMAP);
-  if (trusted && derivedGiven) plainClassTable();
-  else finishNodes();
+  plainClassTable();
+  if (!trusted || !derivedGiven) finishNodes(); // else the derived bits are the host's (`vocab_alloc_derived`)
   // Bookkeeping for the mask cache.
   eosPtr = allocZero(<usize>nEos << 2);
   let e: usize = 0;
@@ -502,13 +502,12 @@ export function wantHeights(): void {
   heightsWanted = true;
 }
 
-function plainClassTable(): usize {
-  const classmap = region(H_CLASSMAP);
+/** Per byte class, whether it is a plain class (printable ASCII but `"` and `\`), for `plainSuccessor`. */
+function plainClassTable(): void {
   plainClassPtr = allocZero(<usize>hdr(H_NCLASSES) + 1);
   for (let b: u32 = 0x20; b < 0x7f; b++) {
-    if (b != 0x22 && b != 0x5c) store<u8>(plainClassPtr + <usize>load<u8>(classmap + b), 1);
+    if (b != 0x22 && b != 0x5c) store<u8>(plainClassPtr + <usize>load<u8>(byteClassPtr + b), 1);
   }
-  return plainClassPtr;
 }
 
 /** The state every plain class takes q to in `trans`, or NONE16 when they do not all go to one state. */
@@ -555,13 +554,12 @@ export function textNext(u: u32, b: u32): u32 {
 }
 
 /**
- * The plain and text bits (and in pushdown mode the heights) are set, in one pass backwards (a node's subtree comes after it). For
- * text, each node gets the reader states from which its subtree is valid (a bit each): its byte may
- * come there and every child's subtree is valid from the state after it; `acc[d]` gathers the
- * children at depth d of the node to come.
+ * The plain and text bits (and in pushdown mode the heights) are set, in one pass backwards (a
+ * node's subtree comes after it). For text, each node gets the reader states from which its subtree
+ * is valid (a bit each): its byte may come there and every child's subtree is valid from the state
+ * after it; `acc[d]` gathers the children at depth d of the node to come.
  */
 function finishNodes(): void {
-  plainClassTable();
   const bits = ((<usize>nNodes + 31) >>> 5) << 2;
   plainBitsPtr = allocZero(bits);
   textBitsPtr = allocZero(bits);
