@@ -13,12 +13,16 @@
  * reader does not know) is instantiated as it is, and fails or succeeds as it would have.
  *
  * A spec's memory, once its Spec is disposed (`release`), is kept for the next spec of the same
- * runtime: zeroed, it is the fresh memory that spec would have had, only already grown, and the
- * pages already mapped. A fresh memory costs ~3 ms a load in first touches of its pages (the
- * vocabulary is ~8 MB of them), and dropping one a schema keeps the collector busy.
+ * runtime: the bytes its spec may have written zeroed (below the heap's top, as `heap_mark` tells),
+ * it is the fresh memory that spec would have had, only already grown, and the pages already
+ * mapped. A fresh memory costs ~3 ms a load in first touches of its pages (the vocabulary is ~8 MB
+ * of them), and dropping one a schema keeps the collector busy. A vocabulary the spec attached
+ * whole from the bindings' cache is left in place (`MemorySlot`): the next spec of that
+ * vocabulary finds its regions at the same addresses (`vocab_reserve`) and writes none of them,
+ * which was most of a small schema's load (zeroing and copying ~8 MB).
  */
 import { crc32, unseal } from "../compiler/seal.js";
-import { TABLE_BASE } from "../compiler/tables.js";
+import { MAX_TABLES_BYTES, TABLE_BASE } from "../compiler/tables.js";
 import {
   concat, encodeModule, parseSections, readU32Leb, SEC_CUSTOM, SEC_DATA, SEC_DATACOUNT, SEC_IMPORT, SEC_MEMORY,
   SECTION_ORDER, u32Leb, type Section,
@@ -32,6 +36,37 @@ export interface Instantiated {
   shared: boolean;
   /** Gives the memory back for a later spec of the same runtime (shared only; call once, when nothing uses the instance any more). */
   release?: () => void;
+  /** The memory's vocabulary in place, for the bindings' attach (shared only). */
+  slot?: MemorySlot;
+}
+
+/** A vocabulary left in a memory by the spec that had it: whose it is and where it lies. */
+export interface KeptVocab {
+  /** Who wrote it (the bindings' cache entry of the vocabulary) and in which form. */
+  key: object;
+  heights: boolean;
+  /** `vocab_region(0..7)` as they were. */
+  regions: readonly number[];
+  /** The bytes it covers, its blocks' headers included: [start, end). */
+  start: number;
+  end: number;
+}
+
+/**
+ * A memory's vocabulary in place. `kept`: what the spec that had the memory before left in it
+ * (undefined once it was zeroed or overwritten). `attached`: set by the binding when this spec's
+ * vocabulary was written whole from its cache, so that the next spec may keep it.
+ */
+export interface MemorySlot {
+  kept?: KeptVocab;
+  attached?: KeptVocab;
+}
+
+/** Zeroes [start, end) of a memory (clamped to it). */
+export function zeroRange(memory: WebAssembly.Memory, start: number, end: number): void {
+  const b = memory.buffer;
+  const e = Math.min(end, b.byteLength);
+  if (e > start) new Uint8Array(b, start, e - start).fill(0);
 }
 
 /** A .wasm split into its runtime (memory imported, tables' segment removed) and its tables. */
@@ -52,12 +87,22 @@ const runtimes = new Map<number, { bytes: Uint8Array<ArrayBuffer>; module: Promi
 const MAX_RUNTIMES = 8;
 let cached = 0;
 
+/**
+ * A released memory: all zero but the `dirty` ranges ([from, to) pairs, what its spec may have
+ * written) and a vocabulary it may have left in place.
+ */
+interface Pooled {
+  memory: WebAssembly.Memory;
+  dirty: number[];
+  kept?: KeptVocab;
+}
+
 /** Released memories, per runtime and declared maximum: a few, none past MAX_POOLED_BYTES (zeroing it would cost more than it saves). */
-const pools = new WeakMap<WebAssembly.Module, Map<number | undefined, WebAssembly.Memory[]>>();
+const pools = new WeakMap<WebAssembly.Module, Map<number | undefined, Pooled[]>>();
 const POOL_SIZE = 4;
 const MAX_POOLED_BYTES = 64 << 20;
 
-function poolOf(module: WebAssembly.Module, maximum: number | undefined): WebAssembly.Memory[] {
+function poolOf(module: WebAssembly.Module, maximum: number | undefined): Pooled[] {
   let byMax = pools.get(module);
   if (!byMax) pools.set(module, (byMax = new Map()));
   let pool = byMax.get(maximum);
@@ -65,14 +110,52 @@ function poolOf(module: WebAssembly.Module, maximum: number | undefined): WebAss
   return pool;
 }
 
-/** A memory of at least `initial` pages, all zero: a released one when there is one, else a new one. */
-function memoryFor(pool: WebAssembly.Memory[], initial: number, maximum: number | undefined): WebAssembly.Memory {
+/**
+ * A memory of at least `initial` pages, all zero but a kept vocabulary: a released one when there
+ * is one, else a new one.
+ */
+function memoryFor(pool: Pooled[], initial: number, maximum: number | undefined): { memory: WebAssembly.Memory; kept?: KeptVocab } {
   const reused = pool.pop();
-  if (!reused) return new WebAssembly.Memory(maximum === undefined ? { initial } : { initial, maximum });
-  const pages = reused.buffer.byteLength / PAGE;
-  if (pages < initial) reused.grow(initial - pages);
-  new Uint8Array(reused.buffer).fill(0);
-  return reused;
+  if (!reused) return { memory: new WebAssembly.Memory(maximum === undefined ? { initial } : { initial, maximum }) };
+  const { memory, dirty } = reused;
+  const pages = memory.buffer.byteLength / PAGE;
+  if (pages < initial) memory.grow(initial - pages);
+  for (let i = 0; i < dirty.length; i += 2) zeroRange(memory, dirty[i]!, dirty[i + 1]!);
+  return { memory, kept: reused.kept };
+}
+
+/** The start of the runtime's own memory: below it, only the tables are written (docs/abi.md). */
+const RUNTIME_BASE = TABLE_BASE + MAX_TABLES_BYTES;
+
+/**
+ * What an instance done with its memory may have written there, as `Pooled.dirty`: the tables, and
+ * the runtime's blocks, from its base to its heap's top (`heap_mark`), but the gap below a
+ * vocabulary and a vocabulary left in place. Without `heap_mark` (an older runtime), all of it.
+ */
+function written(instance: WebAssembly.Instance, memory: WebAssembly.Memory, tablesEnd: number, slot: MemorySlot): Pooled {
+  const ex = instance.exports as { heap_mark?: (k: number) => number; vocab_region?: (k: number) => number };
+  if (typeof ex.heap_mark !== "function" || typeof ex.vocab_region !== "function") return { memory, dirty: [0, memory.buffer.byteLength] };
+  const top = ex.heap_mark(1); // every block, and every block's header, lies below it
+  const pre = ex.heap_mark(0); // the top before the vocabulary's regions, 0 without them
+  const dirty = [0, tablesEnd, RUNTIME_BASE, pre > 0 ? pre : top];
+  if (pre > 0) {
+    if (slot.attached) {
+      dirty.push(slot.attached.end, top);
+      return { memory, dirty, kept: slot.attached };
+    }
+    let first = top;
+    for (let k = 0; k < 5; k++) {
+      const at = ex.vocab_region(k);
+      if (at > 0 && at < first) first = at;
+    }
+    dirty.push(first - 4, top);
+  }
+  const { kept } = slot;
+  if (kept && top > kept.start) {
+    dirty.push(kept.start, kept.end); // the runtime's blocks reached it
+    return { memory, dirty };
+  }
+  return { memory, dirty, kept };
 }
 
 function name(s: string): number[] {
@@ -205,7 +288,7 @@ export async function instantiateSpec(bytes: Uint8Array<ArrayBuffer>): Promise<I
     }
     if (module) {
       const pool = poolOf(module, parts.maximum);
-      const memory = memoryFor(pool, parts.initial, parts.maximum);
+      const { memory, kept } = memoryFor(pool, parts.initial, parts.maximum);
       new Uint8Array(memory.buffer).set(parts.tables, TABLE_BASE);
       const imports = { [IMPORT_MODULE]: { [IMPORT_NAME]: memory } };
       // Synchronously: the module is compiled already, and Node's asynchronous instantiate of it
@@ -219,13 +302,26 @@ export async function instantiateSpec(bytes: Uint8Array<ArrayBuffer>): Promise<I
         if (!(e instanceof RangeError)) throw e;
         instance = await WebAssembly.instantiate(module, imports);
       }
+      const slot: MemorySlot = { kept };
+      if (kept) {
+        const mark = (instance.exports as { heap_mark?: (k: number) => number }).heap_mark;
+        if (typeof mark !== "function" || mark(1) > kept.start) {
+          // The start function's blocks reached the kept vocabulary (the largest grammars), so it
+          // read bytes that are not a fresh memory's: over again, on a memory all zero.
+          new Uint8Array(memory.buffer).fill(0);
+          new Uint8Array(memory.buffer).set(parts.tables, TABLE_BASE);
+          instance = new WebAssembly.Instance(module, imports);
+          slot.kept = undefined;
+        }
+      }
+      const tablesEnd = TABLE_BASE + parts.tables.length;
       let released = false;
       const release = (): void => {
         if (released) return;
         released = true;
-        if (pool.length < POOL_SIZE && memory.buffer.byteLength <= MAX_POOLED_BYTES) pool.push(memory);
+        if (pool.length < POOL_SIZE && memory.buffer.byteLength <= MAX_POOLED_BYTES) pool.push(written(instance, memory, tablesEnd, slot));
       };
-      return { instance, module, shared: true, release };
+      return { instance, module, shared: true, release, slot };
     }
   }
   const { instance, module } = await WebAssembly.instantiate(bytes, {});

@@ -28,7 +28,7 @@ import { sortTextTokens } from "./token-order.js";
 import { bindTokenMarkers, TokenMarkerError } from "./token-markers.js";
 import { decodeBytes, encodeText, tokenMarkers, type TokenMarker } from "../compiler/tokens.js";
 import { sealProblem } from "../compiler/seal.js";
-import { instantiateSpec } from "./instantiate.js";
+import { instantiateSpec, zeroRange, type MemorySlot } from "./instantiate.js";
 import { installSummaries, keepSummaries, summaryKeys, type Summary, type SummaryKeys } from "./summaries.js";
 
 export const SUPPORTED_ABI_VERSION = 2;
@@ -72,6 +72,10 @@ export interface SpecExports {
   vocab_adopt?(): number;
   /** Reserve the nodes' derived bits for `vocab_adopt` to take as written (docs/abi.md); absent in older runtimes. */
   vocab_alloc_derived?(): number;
+  /** `vocab_alloc` without zeroing, at addresses that depend on the sizes alone (docs/abi.md); absent in older runtimes. */
+  vocab_reserve?(size: number, nodes: number, trieTokens: number, bytes: number): number;
+  /** The heap's top before the vocabulary (0) and now (1) (docs/abi.md); absent in older runtimes. */
+  heap_mark?(k: number): number;
   /** A pushdown state's summary, to keep (docs/abi.md, "Summaries"); absent in older runtimes. */
   sym_get?(q: number, k: number): number;
   /** Give a pushdown state a kept summary; absent in older runtimes. */
@@ -358,9 +362,11 @@ function trieCache(vocab: VocabularySource, vocabSize: number): TrieCache {
  * Copies a vocabulary into the module (docs/abi.md, "Vocabulary"). The first time, the sorted token
  * ids, from which the runtime builds the trie (or, for a runtime that predates that, the trie);
  * from the second spec with the same vocabulary on, the trie built here once, which the runtime
- * checks once and then adopts.
+ * checks once and then adopts. From the third on, everything is written from the cache (derived
+ * bits included), in a memory reused from a disposed spec (`slot`) often onto the very bytes that
+ * spec left there, which are then kept as they are (bindings/instantiate.ts).
  */
-function attachVocabulary(ex: SpecExports, vocab: VocabularySource, vocabSize: number): void {
+function attachVocabulary(ex: SpecExports, vocab: VocabularySource, vocabSize: number, slot?: MemorySlot): void {
   const cache = ex.vocab_adopt ? trieCache(vocab, vocabSize) : undefined;
   let trie: TokenTrie | undefined;
   let layout: TokenLayout;
@@ -368,34 +374,59 @@ function attachVocabulary(ex: SpecExports, vocab: VocabularySource, vocabSize: n
     trie = cache.trie ??= trieOver(tokenLayout(vocab, vocabSize));
     layout = trie;
   } else layout = tokenLayout(vocab, vocabSize);
+  const heights = ex.pda_mode?.() === 1;
+  const mine = cache !== undefined && trie !== undefined && trie === cache.trie;
+  // The derived bits, where this runtime can take them and the cache has them for its mode.
+  const derived = mine && cache.checked && cache.derived && (cache.derived.heights !== undefined || !heights) ? cache.derived : undefined;
+  // Every region written from the cache: what a later spec of this memory may keep in place.
+  const whole = derived !== undefined && slot !== undefined && ex.vocab_reserve !== undefined && ex.heap_mark !== undefined && ex.vocab_alloc_derived !== undefined;
+  const kept = slot?.kept;
+  if (kept && !(whole && kept.key === cache && kept.heights === heights)) {
+    zeroRange(ex.memory, kept.start, kept.end); // another vocabulary's: the memory is all zero again
+    slot!.kept = undefined;
+  }
   const tooLarge = (t: TokenTrie) => new Error(`cannot attach the vocabulary: ${VOCAB_ERRORS[-1]} (or it is too large: ${vocabSize} tokens, ${t.nNodes} trie nodes, ${t.tokBytes.length} bytes)`);
   if (trie) {
-    if (ex.vocab_alloc(vocabSize, trie.nNodes, trie.trieIds.length, trie.tokBytes.length) !== 0) throw tooLarge(trie);
+    const alloc = whole ? ex.vocab_reserve! : ex.vocab_alloc;
+    if (alloc(vocabSize, trie.nNodes, trie.trieIds.length, trie.tokBytes.length) !== 0) throw tooLarge(trie);
   } else if (ex.vocab_alloc(vocabSize, 0, layout.trieIds.length, layout.tokBytes.length) !== 0) {
     trie = trieOver(layout); // a runtime that does not build the trie
     if (ex.vocab_alloc(vocabSize, trie.nNodes, trie.trieIds.length, trie.tokBytes.length) !== 0) throw tooLarge(trie);
   }
-  const buf = ex.memory.buffer; // after vocab_alloc, which may have grown the memory
-  if (trie) new Uint32Array(buf, ex.vocab_region(0), trie.nodes.length).set(trie.nodes);
-  new Uint32Array(buf, ex.vocab_region(1), layout.trieIds.length).set(layout.trieIds);
-  new Uint32Array(buf, ex.vocab_region(2), layout.tokOff.length).set(layout.tokOff);
-  new Uint8Array(buf, ex.vocab_region(3), layout.tokBytes.length).set(layout.tokBytes);
-  new Uint8Array(buf, ex.vocab_region(4), layout.tokKind.length).set(layout.tokKind);
-  const mine = cache !== undefined && trie !== undefined && trie === cache.trie;
-  // The derived bits, where this runtime can take them and the cache has them for its mode.
-  const heights = ex.pda_mode?.() === 1;
-  const derived = mine && cache.checked && cache.derived && (cache.derived.heights !== undefined || !heights) ? cache.derived : undefined;
-  if (derived && ex.vocab_alloc_derived?.() === 0) {
-    const b = ex.memory.buffer;
-    new Uint8Array(b, ex.vocab_region(5), derived.plain.length).set(derived.plain);
-    new Uint8Array(b, ex.vocab_region(6), derived.text.length).set(derived.text);
-    if (heights) new Uint8Array(b, ex.vocab_region(7), derived.heights!.length).set(derived.heights!);
+  const withDerived = derived !== undefined && ex.vocab_alloc_derived?.() === 0;
+  // Where the regions are: the same as the kept ones' (the same sizes, the same heap below), or
+  // written now.
+  const regions: number[] = [];
+  for (let k = 0; k < 8; k++) regions.push(ex.vocab_region(k));
+  const end = whole && withDerived ? ex.heap_mark!(1) - 4 : 0;
+  const inPlace = slot?.kept !== undefined && slot.kept.end === end && slot.kept.regions.every((a, k) => a === regions[k]);
+  if (slot?.kept && !inPlace) {
+    zeroRange(ex.memory, slot.kept.start, slot.kept.end);
+    slot.kept = undefined;
+  }
+  if (!inPlace) {
+    const buf = ex.memory.buffer; // after vocab_alloc, which may have grown the memory
+    if (trie) new Uint32Array(buf, regions[0]!, trie.nodes.length).set(trie.nodes);
+    new Uint32Array(buf, regions[1]!, layout.trieIds.length).set(layout.trieIds);
+    new Uint32Array(buf, regions[2]!, layout.tokOff.length).set(layout.tokOff);
+    new Uint8Array(buf, regions[3]!, layout.tokBytes.length).set(layout.tokBytes);
+    new Uint8Array(buf, regions[4]!, layout.tokKind.length).set(layout.tokKind);
+    if (withDerived) {
+      new Uint8Array(buf, regions[5]!, derived.plain.length).set(derived.plain);
+      new Uint8Array(buf, regions[6]!, derived.text.length).set(derived.text);
+      if (heights) new Uint8Array(buf, regions[7]!, derived.heights!.length).set(derived.heights!);
+    }
   }
   const r = mine && cache.checked ? ex.vocab_adopt!() : ex.vocab_ready();
   if (r !== 0) throw new Error(`cannot attach the vocabulary: ${VOCAB_ERRORS[r] ?? `error ${r}`}`);
+  if (whole && withDerived) {
+    let start = end;
+    for (const a of regions) if (a > 0 && a < start) start = a;
+    slot!.attached = { key: cache!, heights, regions, start: start - 4, end }; // (from the first block's header)
+  }
   if (!mine || !trie) return;
   cache.checked = true;
-  if (!derived && ex.vocab_alloc_derived) {
+  if (!withDerived && ex.vocab_alloc_derived) {
     const b = ex.memory.buffer;
     const bits = ((trie.nNodes + 31) >>> 5) << 2;
     const h = ex.vocab_region(7);
@@ -514,8 +545,9 @@ export class Spec {
     let instance: WebAssembly.Instance;
     let module: WebAssembly.Module;
     let release: (() => void) | undefined;
+    let slot: MemorySlot | undefined;
     try {
-      ({ instance, module, release } = await instantiateSpec(bytes));
+      ({ instance, module, release, slot } = await instantiateSpec(bytes));
     } catch (e) {
       throw badWasm(`${what} is not a specc .wasm: ${(e as Error).message}`);
     }
@@ -581,7 +613,7 @@ export class Spec {
         throw e;
       }
     }
-    if (vocab) attachVocabulary(exports, vocab, opts.vocabSize ?? vocab.size);
+    if (vocab) attachVocabulary(exports, vocab, opts.vocabSize ?? vocab.size, slot);
     else if (opts.vocabSize !== undefined) throw new TypeError("Spec.load: vocabSize needs a vocab");
     if (bakedMasks && exports.mask_install) installMasks(exports, bakedMasks, what);
     if (opts.cacheLimit !== undefined) {
@@ -608,7 +640,10 @@ export class Spec {
 
   /**
    * Done with this spec: its memory goes back to be reused by the next `Spec.load`, which then
-   * skips most of a fresh memory's cost, and a pushdown spec's summaries of its called machines are
+   * skips most of a fresh memory's cost (and, with the same vocabulary, finds it already in place:
+   * bindings/instantiate.ts; only what the runtime wrote is zeroed, so a host that wrote into
+   * `exports.memory` itself outside what the runtime handed it should not dispose the spec, just
+   * drop it), and a pushdown spec's summaries of its called machines are
    * kept for the next specs of its vocabulary (bindings/summaries.ts; a server that loads a grammar
    * per request should call this). Afterwards every call on the spec, its matchers and its engines
    * throws, and a mask view taken from them reads another spec's memory: drop them first. Calling

@@ -44,6 +44,8 @@ export {
   vocab_size,
   mask_words,
   vocab_max_depth,
+  vocab_reserve,
+  heap_mark,
 } from "./vocab";
 
 export {

@@ -100,6 +100,31 @@ export function allocZero(n: usize): usize {
  * `vocab_ready`.
  */
 export function vocab_alloc(size: i32, nodes: i32, trieTokens: i32, bytes: i32): i32 {
+  return reserve(size, nodes, trieTokens, bytes, true);
+}
+
+/**
+ * `vocab_alloc` without zeroing the regions: for a host that writes all of them, or that left them
+ * in this memory from an earlier instance of this runtime (a memory reused after a spec is done
+ * with it) and finds them at the same addresses, which it then need not write again. The regions
+ * start at VOCAB_BASE whenever the heap is below it (both calls), so the same sizes get the same
+ * addresses in every such instance.
+ */
+export function vocab_reserve(size: i32, nodes: i32, trieTokens: i32, bytes: i32): i32 {
+  return reserve(size, nodes, trieTokens, bytes, false);
+}
+
+/**
+ * Where the vocabulary's regions start when the heap is below it at `vocab_alloc` (the runtime's
+ * data and the start function's blocks take less than 2 MiB but for the largest grammars, 1% of
+ * MaskBench's): the gap is a block never written, so it costs address space, not pages.
+ */
+// @ts-ignore: decorator
+@inline const VOCAB_BASE: usize = 4 << 20;
+/** The heap's top before the vocabulary's regions (and the gap below VOCAB_BASE); 0 before `vocab_alloc`. */
+let preVocabTop: usize = 0;
+
+function reserve(size: i32, nodes: i32, trieTokens: i32, bytes: i32, zero: bool): i32 {
   if (!tables_ok() || vocabPhase != 0) return -1;
   if (size < 1 || <u32>size > MAX_VOCAB || nodes < 0 || <u32>nodes > MAX_NODES) return -1;
   if (trieTokens < 0 || trieTokens > size || bytes < 0 || <u32>bytes > MAX_BYTES) return -1;
@@ -107,13 +132,39 @@ export function vocab_alloc(size: i32, nodes: i32, trieTokens: i32, bytes: i32):
   nNodes = <u32>nodes;
   nTrie = <u32>trieTokens;
   nBytes = <u32>bytes;
-  nodesPtr = nodes ? allocZero((<usize>nNodes + 1) * NODE) : 0; // 0 nodes: vocab_ready builds them
-  trieIdsPtr = allocZero(<usize>nTrie << 2);
-  tokOffPtr = allocZero((<usize>vocabSize + 1) << 2);
-  tokBytesPtr = allocZero(<usize>nBytes);
-  tokKindPtr = allocZero(<usize>vocabSize);
+  const top = heapTop();
+  preVocabTop = top;
+  // A block up to VOCAB_BASE: the stub heap's next block then starts there (both are 16-aligned,
+  // and a block of n bytes moves the next one by n + 4 rounded up to 16).
+  if (top < VOCAB_BASE) heap.alloc(VOCAB_BASE - top - 4);
+  nodesPtr = nodes ? vocabBlock((<usize>nNodes + 1) * NODE, zero) : 0; // 0 nodes: vocab_ready builds them
+  trieIdsPtr = vocabBlock(<usize>nTrie << 2, zero);
+  tokOffPtr = vocabBlock((<usize>vocabSize + 1) << 2, zero);
+  tokBytesPtr = vocabBlock(<usize>nBytes, zero);
+  tokKindPtr = vocabBlock(<usize>vocabSize, zero);
   vocabPhase = 1;
   return 0;
+}
+
+// @ts-ignore: decorator
+@inline function vocabBlock(n: usize, zero: bool): usize {
+  return zero ? allocZero(n) : heap.alloc(n > 0 ? n : 4);
+}
+
+/** Where the heap's next block starts (a probe allocated and freed: the stub heap hands it out again). */
+function heapTop(): usize {
+  const p = heap.alloc(0);
+  heap.free(p);
+  return p;
+}
+
+/**
+ * For a host that reuses this memory for another instance: k = 0, the heap's top before the
+ * vocabulary (0 without one); k = 1, its top now. The runtime never writes at or above its top,
+ * nor into the gap between the first and the vocabulary's regions, nor below 2 MiB but the tables.
+ */
+export function heap_mark(k: i32): i32 {
+  return <i32>(k == 0 ? preVocabTop : heapTop());
 }
 
 /**
