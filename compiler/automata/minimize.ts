@@ -9,10 +9,16 @@ export interface MinimizeInput {
   nStates: number;
   nSyms: number;
   initial: number;
-  /** Next state or -1. */
-  next(state: number, sym: number): number;
+  /** Next state or -1 (read for every state and symbol unless `edges` is given). */
+  next?(state: number, sym: number): number;
+  /**
+   * The transitions of `state`, symbols ascending: `f(sym, target)` for each. For automata with
+   * many symbols and few transitions per state (a pushdown grammar's call symbols), it saves the
+   * nStates × nSyms reads of `next`.
+   */
+  edges?(state: number, f: (sym: number, target: number) => void): void;
   /** States with different keys are never merged. */
-  key(state: number): string;
+  key(state: number): string | number;
 }
 
 /** Returns, for each state, its block number in canonical (BFS) order, and the block count. */
@@ -20,29 +26,47 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
   const { nSyms } = m;
   const n = m.nStates + 1; // + sink
   const sink = m.nStates;
-  const succ = new Int32Array(n * nSyms);
-  for (let s = 0; s < m.nStates; s++) {
-    for (let a = 0; a < nSyms; a++) { const t = m.next(s, a); succ[s * nSyms + a] = t < 0 ? sink : t; }
+  // The transitions, by source then symbol (`outStart`, `outSym`, `outTo`); missing ones go to the
+  // sink and are not listed: the sink's block is a singleton of its own (its key is unique), so it
+  // never splits, and it is the one initial block Hopcroft may leave off the worklist (splitting
+  // by all other blocks of a complete automaton implies splitting by it). Most transitions of a
+  // sparse automaton go to the sink, so this skips most of the work.
+  const outStart = new Int32Array(n + 1);
+  let outSym = new Int32Array(Math.max(16, 2 * n));
+  let outTo = new Int32Array(outSym.length);
+  let nE = 0;
+  const add = (a: number, t: number): void => {
+    if (nE === outSym.length) {
+      const s2 = new Int32Array(2 * nE), t2 = new Int32Array(2 * nE);
+      s2.set(outSym);
+      t2.set(outTo);
+      outSym = s2;
+      outTo = t2;
+    }
+    outSym[nE] = a;
+    outTo[nE++] = t;
+  };
+  for (let s = 0; s < sink; s++) {
+    outStart[s] = nE;
+    if (m.edges) m.edges(s, add);
+    else for (let a = 0; a < nSyms; a++) { const t = m.next!(s, a); if (t >= 0) add(a, t); }
   }
-  for (let a = 0; a < nSyms; a++) succ[sink * nSyms + a] = sink;
-  // Inverse transitions: the edges into each state but the sink, grouped by target and, within a
-  // target, by symbol (two stable counting sorts of the edge list, sources ascending), so that the
-  // set-up costs the number of edges rather than n · nSyms. Edges into the sink are left out: the
-  // sink's block is a singleton of its own (its key is unique), so it never splits, and it is the
-  // one initial block Hopcroft may leave off the worklist (splitting by all other blocks of a
-  // complete automaton implies splitting by it). Most edges of a sparse automaton go to the sink,
-  // so this skips most of the work.
+  outStart[sink] = outStart[n] = nE;
+  // Inverse transitions: the edges into each state, grouped by target and, within a target, by
+  // symbol (two stable counting sorts of the edge list, sources ascending).
   const bySym = new Int32Array(nSyms + 1);
-  for (let st = 0; st < sink; st++) for (let a = 0; a < nSyms; a++) if (succ[st * nSyms + a] !== sink) bySym[a + 1]!++;
+  for (let e = 0; e < nE; e++) bySym[outSym[e]! + 1]!++;
   for (let a = 0; a < nSyms; a++) bySym[a + 1]! += bySym[a]!;
-  const nE = bySym[nSyms]!;
-  const edgeS = new Int32Array(nE); // the edges' sources by symbol, ascending within one
+  const edgeS = new Int32Array(nE); // the edges' sources and targets by symbol, sources ascending within one
+  const edgeT = new Int32Array(nE);
   {
     const at = bySym.slice();
-    for (let st = 0; st < sink; st++) for (let a = 0; a < nSyms; a++) if (succ[st * nSyms + a] !== sink) edgeS[at[a]!++] = st;
+    for (let st = 0; st < sink; st++) {
+      for (let e = outStart[st]!; e < outStart[st + 1]!; e++) { const k = at[outSym[e]!]!++; edgeS[k] = st; edgeT[k] = outTo[e]!; }
+    }
   }
   const byTarget = new Int32Array(n + 1);
-  for (let a = 0; a < nSyms; a++) for (let e = bySym[a]!; e < bySym[a + 1]!; e++) byTarget[succ[edgeS[e]! * nSyms + a]! + 1]!++;
+  for (let e = 0; e < nE; e++) byTarget[edgeT[e]! + 1]!++;
   for (let t = 0; t < n; t++) byTarget[t + 1]! += byTarget[t]!;
   const inv = new Int32Array(nE); // sources by target, then symbol, then source
   const invSym = new Int32Array(nE);
@@ -50,9 +74,8 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
     const at = byTarget.slice();
     for (let a = 0; a < nSyms; a++) {
       for (let e = bySym[a]!; e < bySym[a + 1]!; e++) {
-        const st = edgeS[e]!;
-        const k = at[succ[st * nSyms + a]!]!++;
-        inv[k] = st;
+        const k = at[edgeT[e]!]!++;
+        inv[k] = edgeS[e]!;
         invSym[k] = a;
       }
     }
@@ -83,7 +106,7 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
   const marked = new Int32Array(n + 1);
   let nB = 0;
   {
-    const keyIds = new Map<string, number>();
+    const keyIds = new Map<string | number, number>();
     const keyOf = new Int32Array(n);
     for (let s = 0; s < n; s++) {
       const k = s === sink ? "\u0000sink" : m.key(s);
@@ -188,8 +211,8 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
   const sinkBlock = blk[sink]!;
   for (let qi = 0; qi < queue.length; qi++) {
     const s = queue[qi]!;
-    for (let a = 0; a < nSyms; a++) {
-      const t = succ[s * nSyms + a]!;
+    for (let e = outStart[s]!; e < outStart[s + 1]!; e++) {
+      const t = outTo[e]!;
       const b = blk[t]!;
       if (b === sinkBlock || order[b] !== -1) continue;
       order[b] = count++;

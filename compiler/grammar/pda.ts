@@ -313,27 +313,39 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const K = calledRules.length;
   const lTrans = new Int32Array(nLive * nClasses).fill(-1);
   const lAcc = new Uint8Array(nLive);
-  // Per live state and called rule k: [start, ret] in live numbering, or -1.
-  const lCallRet = new Int32Array(nLive * K).fill(-1);
-  const lCallStart = new Int32Array(nLive * K).fill(-1);
+  // Per live state, its call edges (k, start, ret in live numbering; k the called rule's symbol),
+  // k ascending: `lCalls` from lCallAt[s] (few states have any).
+  const lCallAt = new Int32Array(nLive + 1);
+  const lCalls: number[] = [];
   for (let s = 0; s < n; s++) {
     const id = liveId[s]!;
     if (id < 0) continue;
     lAcc[id] = accepting[s]!;
     for (let c = 0; c < nClasses; c++) { const t = trans[s * nClasses + c]!; if (t >= 0 && liveId[t]! >= 0) lTrans[id * nClasses + c] = liveId[t]!; }
+    const from = lCalls.length;
     for (const [r, st, rt] of rawCalls[s]!) {
       if (!prod[st] || !prod[rt]) continue;
       const k = callSym.get(r)!;
-      lCallStart[id * K + k] = liveId[st]!;
-      lCallRet[id * K + k] = liveId[rt]!;
+      let at = lCalls.length;
+      lCalls.push(0, 0, 0);
+      for (; at > from && lCalls[at - 3]! > k; at -= 3) { lCalls[at] = lCalls[at - 3]!; lCalls[at + 1] = lCalls[at - 2]!; lCalls[at + 2] = lCalls[at - 1]!; }
+      lCalls[at] = k;
+      lCalls[at + 1] = liveId[st]!;
+      lCalls[at + 2] = liveId[rt]!;
     }
+    lCallAt[id + 1] = lCalls.length;
   }
   // Symbols: byte classes, then "call k returns to" and "call k enters" (so the canonical
   // breadth-first numbering reaches every machine's start state).
   const { blockOf, nBlocks } = minimize({
     nStates: nLive, nSyms: nClasses + 2 * K, initial: liveId[initial]!,
-    next: (s, a) => (a < nClasses ? lTrans[s * nClasses + a]! : a < nClasses + K ? lCallRet[s * K + a - nClasses]! : lCallStart[s * K + a - nClasses - K]!),
-    key: (s) => (lAcc[s] ? "A" : "N"),
+    edges: (s, f) => {
+      const row = s * nClasses;
+      for (let c = 0; c < nClasses; c++) { const t = lTrans[row + c]!; if (t >= 0) f(c, t); }
+      for (let i = lCallAt[s]!; i < lCallAt[s + 1]!; i += 3) f(nClasses + lCalls[i]!, lCalls[i + 2]!);
+      for (let i = lCallAt[s]!; i < lCallAt[s + 1]!; i += 3) f(nClasses + K + lCalls[i]!, lCalls[i + 1]!);
+    },
+    key: (s) => lAcc[s]!,
   });
   const mTrans = new Int32Array(nBlocks * nClasses).fill(-1);
   const mAcc = new Uint8Array(nBlocks);
@@ -346,10 +358,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     mAcc[b] = lAcc[s]!;
     for (let c = 0; c < nClasses; c++) { const t = lTrans[s * nClasses + c]!; mTrans[b * nClasses + c] = t < 0 ? -1 : blockOf[t]!; }
     const list: [number, number][] = [];
-    for (let k = 0; k < K; k++) {
-      const st = lCallStart[s * K + k]!;
-      if (st >= 0) list.push([blockOf[st]!, blockOf[lCallRet[s * K + k]!]!]);
-    }
+    for (let i = lCallAt[s]!; i < lCallAt[s + 1]!; i += 3) list.push([blockOf[lCalls[i + 1]!]!, blockOf[lCalls[i + 2]!]!]);
     list.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
     mCalls[b] = list;
   }

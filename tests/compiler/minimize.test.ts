@@ -2,7 +2,8 @@
  * compiler/automata/minimize.ts against a brute-force oracle (fast-check, seeded): on random
  * partial automata with random output keys, Hopcroft's blocks are exactly Moore's equivalence
  * classes (refined until stable) on the states reachable from the initial one, numbered in
- * breadth-first order over symbols, and the block count is the number of those classes.
+ * breadth-first order over symbols, and the block count is the number of those classes; the
+ * transitions given as per-state lists (`edges`) give the same result as `next`.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -66,6 +67,18 @@ describe("minimize (Hopcroft) against Moore's refinement", () => {
         expect(blockOf[s]).toBe(numbered.get(m[s]!));
       }
     }), { seed: 20261127, numRuns: 2000 });
+  });
+
+  it("given the transitions as lists (`edges`) instead of `next`, gives the same blocks and numbers", () => {
+    fc.assert(fc.property(autoArb, (a) => {
+      const byNext = minimize({ nStates: a.n, nSyms: a.k, initial: a.initial, next: (s, c) => a.next[s * a.k + c]!, key: (s) => a.keys[s]! });
+      const byEdges = minimize({
+        nStates: a.n, nSyms: a.k, initial: a.initial, key: (s) => a.keys[s]!,
+        edges: (s, f) => { for (let c = 0; c < a.k; c++) if (a.next[s * a.k + c]! >= 0) f(c, a.next[s * a.k + c]!); },
+      });
+      expect(byEdges.nBlocks).toBe(byNext.nBlocks);
+      expect([...byEdges.blockOf]).toEqual([...byNext.blockOf]);
+    }), { seed: 20261128, numRuns: 1000 });
   });
 
   it("merges the states of a chain that all behave alike and keeps apart those whose keys differ", () => {
