@@ -144,14 +144,19 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
   // Transition rows, compressed (format 2): per state a default target and the classes that differ
   // from it; identical rows are stored once. The runtime expands them into a dense table at
   // instantiation, so the file stays small and the hot path stays one load per byte.
-  const rowBytes: Uint8Array[] = [];
+  // Distinct rows, one after another in `pool` as u16s (default, n, n × (class, target)), row i
+  // from rowStart[i] (a typed array per row, and a DataView to write and compare it, were a third
+  // of this function).
+  let pool = new Uint16Array(Math.max(64, 4 * nStates));
+  let used = 0;
+  const rowStart: number[] = [];
   const rowOf = new Int32Array(nStates);
   {
     // Rows are compared by a hash of (default, exceptions), then element by element.
     const seen = new Map<number, number[]>();
     const count = new Int32Array(nStates + 1); // per target (NONE16 counted at nStates)
     const row = new Int32Array(nClasses);
-    const excC: number[] = [], excT: number[] = [];
+    const exc = new Int32Array(2 * nClasses); // (class, target) pairs of the row
     const trans = dfa.trans;
     for (let s = 0; s < nStates; s++) {
       // The most frequent target is the default (ties: the smaller target, NONE16 largest), kept
@@ -165,37 +170,39 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
         const n = ++count[u < 0 ? nStates : u]!;
         if (n > best || (n === best && t < def)) { def = t; best = n; }
       }
-      excC.length = 0;
-      excT.length = 0;
+      let nExc = 0;
       let h = def | 0;
       for (let c = 0; c < nClasses; c++) {
         const t = row[c]!;
         count[t === NONE16 ? nStates : t] = 0;
-        if (t !== def) { excC.push(c); excT.push(t); h = Math.imul(h ^ c, 0x9e3779b1) ^ t; }
+        if (t !== def) { exc[2 * nExc] = c; exc[2 * nExc + 1] = t; nExc++; h = Math.imul(h ^ c, 0x9e3779b1) ^ t; }
       }
-      h = Math.imul(h ^ excC.length, 0x85ebca6b);
+      h = Math.imul(h ^ nExc, 0x85ebca6b);
       const bucket = seen.get(h);
       let idx = -1;
       if (bucket) {
         for (const i of bucket) {
-          const b = rowBytes[i]!;
-          const dv = new DataView(b.buffer);
-          if (dv.getUint16(0, true) !== def || dv.getUint16(2, true) !== excC.length) continue;
+          const o = rowStart[i]!;
+          if (pool[o] !== def || pool[o + 1] !== nExc) continue;
           let same = true;
-          for (let j = 0; j < excC.length && same; j++) same = dv.getUint16(4 + 4 * j, true) === excC[j] && dv.getUint16(6 + 4 * j, true) === excT[j];
+          for (let j = 0; j < 2 * nExc && same; j++) same = pool[o + 2 + j] === exc[j];
           if (same) { idx = i; break; }
         }
       }
       if (idx < 0) {
-        idx = rowBytes.length;
+        idx = rowStart.length;
         if (bucket) bucket.push(idx);
         else seen.set(h, [idx]);
-        const b = new Uint8Array(4 + 4 * excC.length);
-        const dv = new DataView(b.buffer);
-        dv.setUint16(0, def, true);
-        dv.setUint16(2, excC.length, true);
-        for (let j = 0; j < excC.length; j++) { dv.setUint16(4 + 4 * j, excC[j]!, true); dv.setUint16(6 + 4 * j, excT[j]!, true); }
-        rowBytes.push(b);
+        if (used + 2 + 2 * nExc > pool.length) {
+          const grown = new Uint16Array(Math.max(2 * pool.length, used + 2 + 2 * nExc));
+          grown.set(pool);
+          pool = grown;
+        }
+        rowStart.push(used);
+        pool[used] = def;
+        pool[used + 1] = nExc;
+        for (let j = 0; j < 2 * nExc; j++) pool[used + 2 + j] = exc[j]!;
+        used += 2 + 2 * nExc;
       }
       rowOf[s] = idx;
     }
@@ -204,10 +211,8 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
   // Layout.
   const offClassmap = HEADER_SIZE;
   const offTrans = offClassmap + 256;
-  const rowOffs: number[] = [];
-  let q = offTrans + 4 * nStates;
-  for (const b of rowBytes) { rowOffs.push(q); q += b.length; }
-  const offInfo = align4(q);
+  const rowsAt = offTrans + 4 * nStates; // the rows, as they lie in the pool
+  const offInfo = align4(rowsAt + 2 * used);
   const offSets = offInfo + 8 * nStates;
   let p = offSets + 4 * sets.length;
   const setOffs = sets.map((ids) => {
@@ -268,8 +273,8 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
   }
 
   out.set(dfa.classMap, offClassmap);
-  for (let s = 0; s < nStates; s++) v.setUint32(offTrans + 4 * s, rowOffs[rowOf[s]!]!, true);
-  rowBytes.forEach((b, i) => out.set(b, rowOffs[i]!));
+  for (let s = 0; s < nStates; s++) v.setUint32(offTrans + 4 * s, rowsAt + 2 * rowStart[rowOf[s]!]!, true);
+  for (let i = 0; i < used; i++) { out[rowsAt + 2 * i] = pool[i]! & 0xff; out[rowsAt + 2 * i + 1] = pool[i]! >>> 8; }
   for (let s = 0; s < nStates; s++) {
     const o = offInfo + 8 * s;
     const sp = dfa.specState[s]!;
