@@ -10,8 +10,8 @@ import type { CpRange } from "./utf8.js";
 export type GExpr =
   /** `"…"`: the code points of the decoded literal (escapes resolved). */
   | { kind: "literal"; codePoints: number[]; span: Span }
-  /** `[…]` / `[^…]`: code point ranges as written (not yet complemented or normalized). */
-  | { kind: "class"; negated: boolean; ranges: CpRange[]; span: Span }
+  /** `[…]` / `[^…]`: code point ranges as written (not yet complemented or normalized), and the class's text. */
+  | { kind: "class"; negated: boolean; ranges: CpRange[]; text: string; span: Span }
   /** `.`: any character (llama.cpp; XGrammar does not have it). */
   | { kind: "any"; span: Span }
   | { kind: "ref"; name: string; span: Span }

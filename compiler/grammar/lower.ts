@@ -97,8 +97,8 @@ class Lowering {
   private readonly names: NameGen;
   private symbols = 0;
   private readonly classHelpers = new Map<string, number>();
-  /** The same helpers by the class as written (negated or not, its ranges). */
-  private readonly classWritten = new Map<string, number>();
+  /** What a class contributes, by its text: its helper, or the symbols of a one-symbol class. */
+  private readonly classWritten = new Map<string, number | Sym[]>();
 
   constructor(private readonly ast: GrammarAst, private readonly limits: CfgLimits) {
     this.names = new NameGen(ast.rules.map((r) => r.name));
@@ -190,9 +190,9 @@ class Lowering {
         // A class written as before is the helper it became then (its UTF-8 sequences are not
         // computed and keyed again: a JSON Schema grammar writes the string character class many
         // times, and that was a fifth of the lowering).
-        const written = e.kind === "any" ? "." : `${e.negated ? "^" : ""}${e.ranges.join(";")}`;
+        const written = e.kind === "any" ? "." : e.text;
         const known = this.classWritten.get(written);
-        if (known !== undefined) return [ruleSym(known)];
+        if (known !== undefined) return typeof known === "number" ? [ruleSym(known)] : known.slice();
         const set = this.classSet(e);
         // A class that needs several byte sequences becomes one helper, shared by every use of its
         // set of characters (which its sequences are a function of).
@@ -200,8 +200,11 @@ class Lowering {
         let h = this.classHelpers.get(key);
         if (h === undefined) {
           const alts = this.classAlts(e, set);
-          if (alts.length === 1) return alts[0]!;
           if (alts.length === 0) return [];
+          if (alts.length === 1) {
+            this.classWritten.set(written, alts[0]!);
+            return alts[0]!.slice();
+          }
           this.classHelpers.set(key, (h = this.helper(owner, "class", e.span, alts)));
         }
         this.classWritten.set(written, h);

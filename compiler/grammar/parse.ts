@@ -242,6 +242,8 @@ const HEX = /^[0-9a-fA-F]$/;
 class Converter {
   private readonly errors: SpecError[] = [];
   private readonly port = new Map<string, Portability>();
+  /** Classes decoded so far, by their text (the AST's ranges are never changed after parsing). */
+  private readonly classes = new Map<string, { negated: boolean; ranges: [number, number][] }>();
 
   constructor(private readonly file: string, private readonly text: string, private readonly toks: GToken[]) {}
 
@@ -302,6 +304,11 @@ class Converter {
       }
       case "class": {
         const span = this.tokSpan(it.t);
+        // A class written again (a JSON Schema grammar writes the string's character class many
+        // times) is the same ranges: decoded once (when it was well formed).
+        const known = this.classes.get(it.t.text);
+        if (known) return { kind: "class", negated: known.negated, ranges: known.ranges, text: it.t.text, span };
+        const errorsBefore = this.errors.length;
         const negated = it.t.text[1] === "^";
         const chars = this.decode(it.t, negated ? 2 : 1, it.t.text.length - 1, true);
         const ranges: [number, number][] = [];
@@ -319,7 +326,8 @@ class Converter {
             k += 2;
           } else ranges.push([c.cp, c.cp]);
         }
-        return { kind: "class", negated, ranges, span };
+        if (this.errors.length === errorsBefore) this.classes.set(it.t.text, { negated, ranges });
+        return { kind: "class", negated, ranges, text: it.t.text, span };
       }
       case "dot": {
         const span = this.tokSpan(it.t);
