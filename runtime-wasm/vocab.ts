@@ -285,9 +285,7 @@ function buildTrie(md: u32): i32 {
   maxDepth = md;
   stackPtr = allocZero((<usize>md + 1) << 2);
   tagPtr = allocZero((<usize>md + 1) << 2);
-  // Where the next block will start: a probe allocated and freed (the stub heap hands it out again).
-  const nodes = heap.alloc(0);
-  heap.free(nodes);
+  const nodes = heapTop(); // where the next block will start
   // The memory's end: nodes are written below it (the root and the sentinel at least).
   let limit = growTo(nodes + 2 * NODE, <usize>memory.size() << 16);
   const path = stackPtr; // path[d] = the node at depth d on the current branch

@@ -242,8 +242,10 @@ const HEX = /^[0-9a-fA-F]$/;
 class Converter {
   private readonly errors: SpecError[] = [];
   private readonly port = new Map<string, Portability>();
-  /** Classes decoded so far, by their text (the AST's ranges are never changed after parsing). */
+  /** Classes decoded so far without an error or a note, by their text (the AST's ranges are never changed after parsing). */
   private readonly classes = new Map<string, { negated: boolean; ranges: [number, number][] }>();
+  /** Portability notes so far (a class that gave one is decoded again where it is written again, to count it there too). */
+  private notes = 0;
 
   constructor(private readonly file: string, private readonly text: string, private readonly toks: GToken[]) {}
 
@@ -259,6 +261,7 @@ class Converter {
   }
 
   private warn(kind: string, message: string, span: Span): void {
+    this.notes++;
     const p = this.port.get(kind);
     if (p) p.count++;
     else this.port.set(kind, { kind, message, span, count: 1 });
@@ -305,10 +308,10 @@ class Converter {
       case "class": {
         const span = this.tokSpan(it.t);
         // A class written again (a JSON Schema grammar writes the string's character class many
-        // times) is the same ranges: decoded once (when it was well formed).
+        // times) is the same ranges: decoded once (when it gave no error and no note).
         const known = this.classes.get(it.t.text);
         if (known) return { kind: "class", negated: known.negated, ranges: known.ranges, text: it.t.text, span };
-        const errorsBefore = this.errors.length;
+        const errorsBefore = this.errors.length, notesBefore = this.notes;
         const negated = it.t.text[1] === "^";
         const chars = this.decode(it.t, negated ? 2 : 1, it.t.text.length - 1, true);
         const ranges: [number, number][] = [];
@@ -326,7 +329,7 @@ class Converter {
             k += 2;
           } else ranges.push([c.cp, c.cp]);
         }
-        if (this.errors.length === errorsBefore) this.classes.set(it.t.text, { negated, ranges });
+        if (this.errors.length === errorsBefore && this.notes === notesBefore) this.classes.set(it.t.text, { negated, ranges });
         return { kind: "class", negated, ranges, text: it.t.text, span };
       }
       case "dot": {

@@ -269,6 +269,7 @@ describe("grammar diagnostics", () => {
       expect(warn(ok), ok).toBe("");
     }
     expect(warn("root ::= . . .\n")).toMatch(/and 2 more like it/);
+    expect(warn("root ::= [\\x41B] [\\x41B]\n")).toMatch(/and 1 more like it/); // a class written twice is noted twice
     expect(parseGrammar("root ::= .\n", "p.gbnf", { portability: false }).warnings).toEqual([]);
   });
 
