@@ -221,6 +221,8 @@ class Converter {
       const late = (name: string) => Number(name.slice(1)) > n0;
       for (const k of [...this.rules.keys()]) if (late(k)) this.rules.delete(k);
       for (const [p, k] of [...this.refRules]) if (late(k)) this.refRules.delete(p);
+      for (const memo of [this.calledStrings, this.notInRules, this.objectRules]) for (const [key, k] of [...memo]) if (late(k)) memo.delete(key);
+      for (const k of [...this.called]) if (/^s\d+$/.test(k) && late(k)) this.called.delete(k);
       return null;
     }
   }
@@ -302,7 +304,7 @@ class Converter {
     else if (types.has("integer")) alts.push(this.number(s, ptr, true));
     if (types.has("string")) alts.push(this.string(s, ptr));
     if (types.has("array")) alts.push(this.array(s, ptr));
-    if (types.has("object")) alts.push(this.object(s, ptr));
+    if (types.has("object")) alts.push(this.sharedObject(s, ptr));
     if (alts.length === 0) throw this.error("E0904", "no JSON value has one of these types", `${ptr}/type`);
     return alts.length === 1 ? alts[0]! : this.define(alts.join(" | "));
   }
@@ -918,6 +920,26 @@ class Converter {
   }
 
   // ---- objects ----
+  /**
+   * `object`, once per distinct object schema (by its JSON text): the same object written in many
+   * places (schemas with their definitions inlined) is one rule, entered by a call where it is met
+   * again, so its machine, the tries of its names above all, exists once. Not where converting it
+   * gave warnings: each place names its own relaxed keywords.
+   */
+  private sharedObject(s: Record<string, unknown>, ptr: string): string {
+    const key = JSON.stringify(s);
+    const known = this.objectRules.get(key);
+    if (known !== undefined) {
+      this.called.add(known);
+      return known;
+    }
+    const warned = this.warnings.length;
+    const rule = this.object(s, ptr);
+    if (this.warnings.length === warned) this.objectRules.set(key, rule);
+    return rule;
+  }
+  private readonly objectRules = new Map<string, string>();
+
   private object(s: Record<string, unknown>, ptr: string): string {
     const props = isObj(s["properties"]) ? (s["properties"] as Record<string, unknown>) : {};
     const required = Array.isArray(s["required"]) ? (s["required"] as unknown[]).filter((x): x is string => typeof x === "string") : [];
@@ -1155,6 +1177,9 @@ class Converter {
    * (stricter than JSON, never looser) and the names with such characters need no excluding.
    */
   private keyNotIn(names0: string[]): string {
+    const memoKey = JSON.stringify(names0);
+    const known = this.notInRules.get(memoKey);
+    if (known !== undefined) return known;
     const needsEscape = (n: string) => /["\\\u0000-\u001f]/.test(n);
     const plain = names0.some(needsEscape);
     const names = names0.filter((n) => !needsEscape(n));
@@ -1179,8 +1204,12 @@ class Converter {
       for (const [ch, y] of x.next) alts.push(`${gbnfLit(ch)} ${walk(y)}`);
       return this.define(alts.join(" | "));
     };
-    return `"\\"" ${walk(root)}`;
+    const rule = this.define(`"\\"" ${walk(root)}`);
+    this.called.add(rule);
+    this.notInRules.set(memoKey, rule);
+    return rule;
   }
+  private readonly notInRules = new Map<string, string>();
 }
 
 /**
