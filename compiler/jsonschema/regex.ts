@@ -200,14 +200,39 @@ export function setGbnf(ranges: CpRange[]): string {
   const plain = normalizeCodePoints(intersect(ranges, complementCodePoints(SPECIAL)));
   const alts: string[] = [];
   if (plain.length) alts.push(rangesGbnf(plain));
-  for (const [a, b] of intersect(ranges, SPECIAL)) {
-    for (let c = a; c <= b; c++) {
-      const text = JSON.stringify(String.fromCharCode(c)).slice(1, -1);
-      alts.push('"' + text.replace(/\\/g, "\\\\").replace(/"/g, '\\"') + '"');
-    }
-  }
+  const escapes: string[] = [];
+  for (const [a, b] of intersect(ranges, SPECIAL)) for (let c = a; c <= b; c++) escapes.push(JSON.stringify(String.fromCharCode(c)).slice(1, -1));
+  if (escapes.length) alts.push(trieGbnf(escapes));
   if (alts.length === 0) throw new RegexError("a character class that matches no character");
   return alts.length === 1 ? alts[0]! : `( ${alts.join(" | ")} )`;
+}
+
+/**
+ * GBNF for a set of ASCII strings (escapes), written as their trie: `"\\" ( ["\\bfnrt] | "u00"
+ * ( "0" [0-7bef] | "1" [0-9a-f] ) )` rather than one literal per string, so that the automaton
+ * built from it reads one item per trie node, not one per string (34 of them after the backslash).
+ */
+function trieGbnf(strings: string[]): string {
+  interface Node { end: boolean; next: Map<string, Node> }
+  const root: Node = { end: false, next: new Map() };
+  for (const t of strings) {
+    let x = root;
+    for (const ch of t) { let y = x.next.get(ch); if (!y) x.next.set(ch, (y = { end: false, next: new Map() })); x = y; }
+    x.end = true;
+  }
+  const lit = (ch: string) => `"${ch === "\\" || ch === '"' ? "\\" + ch : ch}"`;
+  const cls = (chs: string[]) => `[${chs.map((ch) => (ch === "\\" || ch === "]" || ch === "^" || ch === "-" ? "\\" + ch : ch)).join("")}]`;
+  const walk = (x: Node): string => {
+    const leaves: string[] = [];
+    const alts: string[] = [];
+    for (const [ch, y] of x.next) {
+      if (y.next.size === 0) leaves.push(ch);
+      else alts.push(`${lit(ch)} ${walk(y)}${y.end ? "?" : ""}`);
+    }
+    if (leaves.length) alts.unshift(leaves.length === 1 ? lit(leaves[0]!) : cls(leaves));
+    return alts.length === 1 ? alts[0]! : `( ${alts.join(" | ")} )`;
+  };
+  return walk(root);
 }
 
 function intersect(a: CpRange[], b: CpRange[]): CpRange[] {

@@ -888,6 +888,25 @@ describe("pattern: the regex front end agrees with JavaScript's RegExp", () => {
   }
 });
 
+describe("a pattern's class with characters JSON escapes: every character as JSON writes it", () => {
+  // Classes holding `"`, `\\` and controls: their escapes are written as one trie (regex.ts
+  // setGbnf), so the automaton reads one item after the backslash, not one per escape.
+  for (const p of ["^[\\x00-\\x7f]$", "^[^a]$", "^[\\x00-\\x1f]$", '^["\\\\]$', "^[\\n\\r\\t\\x0b]$", "^[\\x08\\x0c\\x1fA]$"]) {
+    it(p, async () => {
+      const re = new RegExp(p, "u");
+      const s = await speccOf({ type: "string", pattern: p });
+      for (let c = 0; c < 0x80; c++) {
+        const str = String.fromCharCode(c);
+        // JSON's own escape, and the \u form where JSON has a short one (JSON.stringify never writes it).
+        expect({ c, specc: s.accepts(JSON.stringify(str)) }).toEqual({ c, specc: re.test(str) });
+        if (/^"\\[bfnrt"\\]"$/.test(JSON.stringify(str))) expect({ c, long: s.accepts(`"\\u${c.toString(16).padStart(4, "0")}"`) }).toEqual({ c, long: false });
+      }
+      const g = jsonSchemaToGbnf(JSON.stringify({ type: "string", pattern: p }), "a.schema.json").gbnf;
+      expect(g.split("\n").filter((l) => !/^(value|object|member|array|string|key|keyplain|keychar|keyesc|keytail|keytailplain|keyesctail|char|ws) ::=/.test(l)).join("\n").match(/(?:^|[ (|])"\\\\/g)?.length ?? 0).toBeLessThanOrEqual(1); // literals that begin with a backslash
+    });
+  }
+});
+
 describe("JSON Schema as agent state content", () => {
   const spec = (content: string) => `(define a
   (:states
