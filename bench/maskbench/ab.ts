@@ -7,11 +7,11 @@
  * the code does. Build each version's dist/ and keep a copy (`npm run build && cp -r dist /tmp/A`,
  * change, `npm run build && cp -r dist /tmp/B`), then
  *
- *   npm run maskbench:ab -- /tmp/A /tmp/B [--sample 300] [--band 0.3-0.7] [--rounds 8] [--names FILE]
+ *   npm run maskbench:ab -- /tmp/A /tmp/B [--sample 300] [--band 0.3-0.7] [--rounds 8] [--names FILE] [--stages pda,emit]
  *
  * Schemas: the fixed sample (data.ts `fixedSample`) that both builds compile, ordered by A's time
  * to first mask, and of those the band asked for (0.3-0.7: the middle, where the p50 is; 0.95-1:
- * the tail). `--names FILE`: the schemas named in FILE (one a line) instead of the sample, all
+ * the tail). `--stages a,b`: only those stages. `--names FILE`: the schemas named in FILE (one a line) instead of the sample, all
  * of them unless --band is given (e.g. the whole set's schemas around TTFM p99). Stages, each timed alone over the band: `convert` (JSON Schema → GBNF), `parse` (GBNF →
  * CFG), `pda` (CFG → pushdown automaton); each build parses and builds from its own GBNF, so a
  * converter change shows in every stage after `convert`, `emit` (the compiled spec → .wasm), `load` (Spec.load with
@@ -30,11 +30,11 @@ import { fixedSample, loadMaskBench, maskBenchPath } from "./data.js";
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
-    sample: { type: "string", default: "300" }, band: { type: "string" }, rounds: { type: "string", default: "8" }, names: { type: "string" },
+    sample: { type: "string", default: "300" }, band: { type: "string" }, rounds: { type: "string", default: "8" }, names: { type: "string" }, stages: { type: "string" },
   },
 });
 if (positionals.length !== 2) {
-  console.error("usage: npm run maskbench:ab -- DIST_A DIST_B [--sample 300] [--band 0.3-0.7] [--rounds 8] [--names FILE]");
+  console.error("usage: npm run maskbench:ab -- DIST_A DIST_B [--sample 300] [--band 0.3-0.7] [--rounds 8] [--names FILE] [--stages pda,emit]");
   process.exit(2);
 }
 const [lo, hi] = (values.band ?? (values.names ? "0-1" : "0.3-0.7")).split("-").map(Number) as [number, number];
@@ -111,7 +111,8 @@ async function time(stage: Stage, b: Build, k: 0 | 1): Promise<number> {
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 console.log(`${band.length} schemas (band ${lo}-${hi} of ${items.length} ${wanted ? "named" : "in the sample"} that both compile), ${rounds} rounds; .wasm differs for ${differ} of ${items.length}`);
 console.log("stage     A ms      B ms      B/A     B faster");
-for (const [name, stage] of stages) {
+const only = values.stages?.split(",");
+for (const [name, stage] of stages.filter(([n]) => !only || only.includes(n))) {
   await time(stage, A, 0); // warm both before the rounds
   await time(stage, B, 1);
   const ta: number[] = [], tb: number[] = [];
