@@ -81,7 +81,8 @@ export interface GrammarPdaResult {
  */
 export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string; called?: readonly string[] } = {}): GrammarPdaResult {
   const maxStates = opts.maxStates ?? DEFAULT_MAX_GRAMMAR_STATES;
-  const called = new Set((opts.called ?? []).map((n) => cfg.rules.findIndex((r) => r.name === n)).filter((i) => i >= 0 && i !== cfg.start));
+  const ruleIndex = new Map(cfg.rules.map((r, i) => [r.name, i] as const));
+  const called = new Set((opts.called ?? []).map((n) => ruleIndex.get(n) ?? -1).filter((i) => i >= 0 && i !== cfg.start));
   const net = buildNetwork(cfg, called);
   const P = net.kind.length;
   const { classMap, nClasses, setClass } = setClasses(net);
