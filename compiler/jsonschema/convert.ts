@@ -146,10 +146,10 @@ export function gbnfLit(s: string): string {
 /** The GBNF for exactly the canonical JSON text of `v` (whitespace allowed between tokens). */
 function constGbnf(v: unknown): string {
   if (v === null || typeof v === "boolean" || typeof v === "number" || typeof v === "string") return gbnfLit(JSON.stringify(v));
-  if (Array.isArray(v)) return v.length === 0 ? '"[" ws "]"' : `"[" ws ${v.map(constGbnf).join(' ws "," ws ')} ws "]"`;
+  if (Array.isArray(v)) return v.length === 0 ? '"[" ws "]"' : `"[" ws ${v.map(constGbnf).join(' comma ')} ws "]"`;
   const entries = Object.entries(v as Record<string, unknown>);
   if (entries.length === 0) return '"{" ws "}"';
-  return `"{" ws ${entries.map(([k, x]) => `${gbnfLit(JSON.stringify(k))} ws ":" ws ${constGbnf(x)}`).join(' ws "," ws ')} ws "}"`;
+  return `"{" ws ${entries.map(([k, x]) => `${gbnfLit(JSON.stringify(k))} colon ${constGbnf(x)}`).join(' comma ')} ws "}"`;
 }
 
 /** The values a schema lists (its `const`, or its `enum`), or undefined. */
@@ -191,6 +191,9 @@ class Converter {
       if (!/^[A-Za-z0-9_-]+$/.test(this.rules.get(target)!)) this.called.add(target);
     }
     const ws = this.opts.compact ? '""' : `[ \\t\\n\\r]{0,${this.opts.maxWhitespace ?? DEFAULT_MAX_WHITESPACE}}`;
+    // The separators with their whitespace are entered by a call (where there is whitespace): two
+    // states where each was written, not the ten of `ws ":" ws` with its two calls.
+    if (!this.opts.compact) for (const r of ["colon", "comma"]) this.called.add(r);
     const lines = [`root ::= ${root}`, ...[...this.rules].map(([k, v]) => `${k} ::= ${v}`), `ws ::= ${ws}`, ...BASE];
     return lines.join("\n") + "\n";
   }
@@ -892,7 +895,7 @@ class Converter {
     }
     // Items from position i on (i items already written).
     const from = (i: number): string => {
-      const sep = i === 0 ? "" : 'ws "," ws ';
+      const sep = i === 0 ? "" : 'comma ';
       const alts: string[] = [];
       if (i >= minI) alts.push('""');
       if (maxI !== null && i >= maxI) return alts.length ? '""' : "";
@@ -909,10 +912,10 @@ class Converter {
       if (hi === 0) return '""';
       if (i === 0) {
         // First item, then ("," item){lo-1, hi-1}.
-        const tail = `(ws "," ws ${restExpr}){${Math.max(0, lo - 1)},${hi === null ? "" : hi - 1}}`;
+        const tail = `(comma ${restExpr}){${Math.max(0, lo - 1)},${hi === null ? "" : hi - 1}}`;
         return lo === 0 ? `(${restExpr} ${tail})?` : `${restExpr} ${tail}`;
       }
-      return `(ws "," ws ${restExpr}){${lo},${hi === null ? "" : hi}}`;
+      return `(comma ${restExpr}){${lo},${hi === null ? "" : hi}}`;
     };
     const body = from(0);
     if (body === "") throw this.error("E0904", "no array satisfies the item bounds", ptr);
@@ -1015,7 +1018,7 @@ class Converter {
       for (const [t, fs] of dep.formulas) if (present(t) && !fs.every((f) => presenceHolds(f, present))) return false;
       return true;
     };
-    const members = keys.map((k) => `${gbnfLit(JSON.stringify(k))} ws ":" ws ${values.get(k)!}`);
+    const members = keys.map((k) => `${gbnfLit(JSON.stringify(k))} colon ${values.get(k)!}`);
     let extra: string | null;
     if (patterns.length) {
       // Other names, by the patterns they match (keys.ts): each set of patterns gives its names the
@@ -1033,12 +1036,12 @@ class Converter {
         if (schemas.includes(false)) continue;
         const vp = c.matched.length === 1 ? `${ptr}/patternProperties/${pointerToken(patterns[c.matched[0]!]!.source)}` : c.matched.length ? `${ptr}/patternProperties` : `${ptr}/additionalProperties`;
         const value = this.tryExpr(schemas.length === 1 ? schemas[0] : { allOf: schemas }, vp);
-        if (value !== null) alts.push(`${c.emit(() => this.fresh(), this.rules)} ws ":" ws ${value}`);
+        if (value !== null) alts.push(`${c.emit(() => this.fresh(), this.rules)} colon ${value}`);
       }
       extra = alts.length === 0 ? null : alts.length === 1 ? alts[0]! : this.define(alts.join(" | "));
     } else {
       const extraValue = additional === false ? null : this.tryExpr(additional, `${ptr}/additionalProperties`);
-      extra = extraValue === null ? null : `${this.keyNotIn(allNames)} ws ":" ws ${extraValue}`;
+      extra = extraValue === null ? null : `${this.keyNotIn(allNames)} colon ${extraValue}`;
     }
     const minP = this.count(s, "minProperties", ptr) ?? 0;
     const maxP = this.count(s, "maxProperties", ptr);
@@ -1068,8 +1071,8 @@ class Converter {
         memoS.set(seen, name);
         const alts: string[] = [];
         if ((seen & reqMask) === reqMask) alts.push('""');
-        for (let i = 0; i < keys.length; i++) if (!(seen & (1 << i))) alts.push(`ws "," ws ${members[i]} ${after(seen | (1 << i))}`);
-        if (extra !== null) alts.push(`ws "," ws ${extra} ${name}`);
+        for (let i = 0; i < keys.length; i++) if (!(seen & (1 << i))) alts.push(`comma ${members[i]} ${after(seen | (1 << i))}`);
+        if (extra !== null) alts.push(`comma ${extra} ${name}`);
         this.rules.set(name, alts.join(" | "));
         return name;
       };
@@ -1086,8 +1089,8 @@ class Converter {
     const others = (first: boolean, a: number, b: number | null): string | null => {
       if (b === 0) return '""';
       const rep = (x: number, y: number | null) => (x === 0 && y === null ? "*" : `{${x},${y ?? ""}}`);
-      if (!first) return `(ws "," ws ${extra})${rep(a, b)}`;
-      const tail = `(ws "," ws ${extra})${rep(Math.max(0, a - 1), b === null ? null : b - 1)}`;
+      if (!first) return `(comma ${extra})${rep(a, b)}`;
+      const tail = `(comma ${extra})${rep(Math.max(0, a - 1), b === null ? null : b - 1)}`;
       return a === 0 ? `(${extra} ${tail})?` : `${extra} ${tail}`;
     };
     // `c`: members so far (up to `cap`), when counting.
@@ -1096,7 +1099,7 @@ class Converter {
       const hit = memo.get(key);
       if (hit !== undefined) return hit;
       let out: string | null;
-      const sep = first ? "" : 'ws "," ws ';
+      const sep = first ? "" : 'comma ';
       if (i === keys.length) {
         if (!depsMet(mask)) out = null;
         else if (extra === null) out = c >= lo ? '""' : null;
@@ -1107,7 +1110,7 @@ class Converter {
         const rest = hi !== null && c1 > hi ? null : from(i + 1, false, bit === undefined ? mask : mask | (1 << bit), c1);
         // A name no `properties` lists (required, or named by a dependency) comes after the listed
         // ones, and other names may come before it too (not where members are counted).
-        const before = extra === null || counting || Object.hasOwn(props, keys[i]!) ? "" : first ? `(${extra} ws "," ws)* ` : `(ws "," ws ${extra})* `;
+        const before = extra === null || counting || Object.hasOwn(props, keys[i]!) ? "" : first ? `(${extra} comma)* ` : `(comma ${extra})* `;
         const take = rest === null ? null : `${before}${sep}${members[i]} ${rest}`;
         const skip = req.has(keys[i]!) ? null : from(i + 1, first, mask, c);
         out = take === null ? skip : skip === null ? take : this.define(`${take} | ${skip}`);
@@ -1519,9 +1522,11 @@ const rangeDigit = (x: number, y: number): string => (x === y ? `"${x}"` : `[${x
 /** Rules every schema grammar shares. */
 const BASE = [
   'value ::= object | array | string | number | "true" | "false" | "null"',
-  'object ::= "{" ws ( member (ws "," ws member)* )? ws "}"',
-  'member ::= string ws ":" ws value',
-  'array ::= "[" ws ( value (ws "," ws value)* )? ws "]"',
+  'colon ::= ws ":" ws',
+  'comma ::= ws "," ws',
+  'object ::= "{" ws ( member (comma member)* )? ws "}"',
+  'member ::= string colon value',
+  'array ::= "[" ws ( value (comma value)* )? ws "]"',
   'string ::= "\\"" char* "\\""',
   'key ::= "\\"" keytail',
   'keyplain ::= "\\"" keytailplain',
