@@ -369,31 +369,32 @@ export function parseTables(bytes: Uint8Array): { dfa: ByteDfa; states: TableSpe
   for (let b = 0; b < 256; b++) if (classMap[b]! >= nClasses) fail(`classmap[${b}] = ${classMap[b]} >= nClasses ${nClasses}`);
 
   const trans = new Int32Array(nStates * nClasses);
-  const target = (t: number, what: string): number => {
+  // (Messages are built only on failure: this loop runs over every transition at each Spec.load.)
+  const target = (t: number, s: number, c: number): number => {
     if (t === NONE16) return -1;
-    if (t >= nStates) fail(`${what} goes to state ${t} >= nStates ${nStates}`);
+    if (t >= nStates) fail(`${c < 0 ? `the default transition of state ${s}` : `transition ${s}/${c}`} goes to state ${t} >= nStates ${nStates}`);
     return t;
   };
   for (let s = 0; s < nStates; s++) {
     const o = v.getUint32(offTrans + 4 * s, true);
-    region(`row of state ${s}`, o, 4);
-    const def = target(v.getUint16(o, true), `the default transition of state ${s}`);
+    if (o < HEADER_SIZE || o + 4 > total) region(`row of state ${s}`, o, 4);
+    const def = target(v.getUint16(o, true), s, -1);
     const nExc = v.getUint16(o + 2, true);
-    region(`row of state ${s}`, o, 4 + 4 * nExc);
+    if (o + 4 + 4 * nExc > total) region(`row of state ${s}`, o, 4 + 4 * nExc);
     trans.fill(def, s * nClasses, (s + 1) * nClasses);
     for (let j = 0; j < nExc; j++) {
       const c = v.getUint16(o + 4 + 4 * j, true);
       if (c >= nClasses) fail(`row of state ${s} names class ${c} >= nClasses ${nClasses}`);
-      trans[s * nClasses + c] = target(v.getUint16(o + 6 + 4 * j, true), `transition ${s}/${c}`);
+      trans[s * nClasses + c] = target(v.getUint16(o + 6 + 4 * j, true), s, c);
     }
   }
 
   const sets: number[][] = [];
   for (let k = 0; k < nSets; k++) {
     const o = v.getUint32(offSets + 4 * k, true);
-    region(`set ${k} header`, o, 2);
+    if (o < HEADER_SIZE || o + 2 > total) region(`set ${k} header`, o, 2);
     const count = v.getUint16(o, true);
-    region(`set ${k}`, o, 2 + 2 * count);
+    if (o + 2 + 2 * count > total) region(`set ${k}`, o, 2 + 2 * count);
     const ids: number[] = [];
     for (let j = 0; j < count; j++) {
       const id = v.getUint16(o + 2 + 2 * j, true);

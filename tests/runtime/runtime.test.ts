@@ -285,8 +285,15 @@ describe("serializeTables / parseTables", () => {
     expect(() => parseTables(patched((v) => v.setUint32(20, 7, true)))).toThrow(/initial/);
     const dv = new DataView(tables.buffer, tables.byteOffset);
     const row0 = dv.getUint32(dv.getUint32(32, true), true); // state 0's row: u16 default, u16 count, …
-    expect(() => parseTables(patched((v) => v.setUint16(row0, 7, true)))).toThrow(/state 7/);
+    expect(() => parseTables(patched((v) => v.setUint16(row0, 7, true)))).toThrow(/the default transition of state 0 goes to state 7 >= nStates/);
     expect(() => parseTables(patched((v) => v.setUint32(dv.getUint32(32, true), 7, true)))).toThrow(/row of state 0 .* outside/);
+    expect(() => parseTables(patched((v) => v.setUint16(row0 + 2, 0xffff, true)))).toThrow(/row of state 0 \[\d+, \d+\) lies outside/);
+    // A state's first listed transition (class, target) sent past the last state.
+    const nStates = dv.getUint32(12, true);
+    const s = Array.from({ length: nStates }, (_, k) => k).find((k) => dv.getUint16(dv.getUint32(dv.getUint32(32, true) + 4 * k, true) + 2, true) > 0)!;
+    const row = dv.getUint32(dv.getUint32(32, true) + 4 * s, true);
+    const cls = dv.getUint16(row + 4, true);
+    expect(() => parseTables(patched((v) => v.setUint16(row + 6, nStates, true)))).toThrow(new RegExp(`transition ${s}/${cls} goes to state ${nStates} >= nStates`));
   });
 
   it("never reads out of bounds: any single corrupted byte parses or throws a clear Error", () => {
