@@ -53,8 +53,10 @@ export interface JsonSchemaGrammar {
    * through the whitespace machine it calls, per property), a string with a
    * format, a pattern or a length bound from CALLED_STRING on (one machine per format, pattern and
    * bounds however many properties use it), the block of a string with a length bound past
-   * LONG_STRING (or its character, without a maximum), the items of arrays with item bounds, and a
-   * reference used in more than one place.
+   * LONG_STRING (or its character, without a maximum), the items of arrays with item bounds, a
+   * reference used in more than one place, an object schema written again (by its text), the trie
+   * of the names an object's other members may not have (one per set of names), and the
+   * separators with their whitespace (`colon`, `comma`; not in compact mode).
    */
   called: string[];
 }
@@ -191,8 +193,8 @@ class Converter {
       if (!/^[A-Za-z0-9_-]+$/.test(this.rules.get(target)!)) this.called.add(target);
     }
     const ws = this.opts.compact ? '""' : `[ \\t\\n\\r]{0,${this.opts.maxWhitespace ?? DEFAULT_MAX_WHITESPACE}}`;
-    // The separators with their whitespace are entered by a call (where there is whitespace): two
-    // states where each was written, not the ten of `ws ":" ws` with its two calls.
+    // The separators with their whitespace are entered by a call (where there is whitespace): one
+    // call where each is written, instead of `ws ":" ws`'s two calls and the states between them.
     if (!this.opts.compact) for (const r of ["colon", "comma"]) this.called.add(r);
     const lines = [`root ::= ${root}`, ...[...this.rules].map(([k, v]) => `${k} ::= ${v}`), `ws ::= ${ws}`, ...BASE];
     return lines.join("\n") + "\n";
