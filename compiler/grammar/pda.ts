@@ -98,19 +98,22 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     return id;
   };
 
-  interface Closure { kernel: number[]; accept: boolean; calls: Map<number, number[]> }
+  // `callList`: its calls by rule, sorted (most items call nothing: one shared empty list).
+  interface Closure { kernel: number[]; accept: boolean; callList: (readonly [number, number[]])[] }
+  const NO_CALLS: (readonly [number, number[]])[] = [];
   const itemMemo = new Map<number, Closure>();
   const budget: ClosureBudget = { left: MAX_CLOSURE_WORK, maxDepth: Infinity, name: opts.name };
   const closeItem = (seed: number): Closure => {
     let hit = itemMemo.get(seed);
     if (hit) return hit;
-    const calls = new Map<number, number[]>();
+    let calls: Map<number, number[]> | undefined;
     const { kernel, accept } = itemClosure(net, stParent, stPos, seed, (st, pos, add) => {
       const next = net.next[pos]!;
       const rule = net.arg[pos]!;
       if (net.cut[pos]) {
         // A recursion cut is never a tail call (callGraph); a call of a `called` rule may be one:
         // its return item is then an end (of this machine, or of a local frame below it).
+        calls ??= new Map();
         let rets = calls.get(rule);
         if (!rets) calls.set(rule, (rets = []));
         rets.push(st * P + next);
@@ -119,8 +122,8 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       const ns = next === END ? st : push(st, next);
       for (const e of net.entries[rule]!) add(ns * P + e);
     }, budget);
-    for (const [rule, r] of calls) calls.set(rule, [...new Set(r)].sort((a, b) => a - b));
-    hit = { kernel, accept, calls };
+    const callList = calls ? [...calls].map(([rule, r]) => [rule, [...new Set(r)].sort((a, b) => a - b)] as const).sort((a, b) => a[0] - b[0]) : NO_CALLS;
+    hit = { kernel, accept, callList };
     itemMemo.set(seed, hit);
     return hit;
   };
@@ -157,7 +160,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       const c = closeItem(seeds[0]!);
       kernel = c.kernel;
       accept = c.accept;
-      callList = [...c.calls.entries()].sort((a, b) => a[0] - b[0]);
+      callList = c.callList;
     } else {
       const all = new Set<number>();
       const calls = new Map<number, Set<number>>();
@@ -165,7 +168,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
         const c = closeItem(s);
         accept ||= c.accept;
         for (const x of c.kernel) all.add(x);
-        for (const [r, rets] of c.calls) {
+        for (const [r, rets] of c.callList) {
           let set = calls.get(r);
           if (!set) calls.set(r, (set = new Set()));
           for (const x of rets) set.add(x);
