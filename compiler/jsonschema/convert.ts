@@ -22,7 +22,7 @@ import { canonicalText, evaluate, isObj, jsonEqual, JSON_TYPES, typeOfValue, typ
 import { SpecError } from "../diagnostics.js";
 import { formatGrammar, formatImpliesLength } from "./formats.js";
 import { jsonSourceOf, parseJsonSource, pointerToken, spanOfPointer, type JsonSource } from "./json-source.js";
-import { boundedPattern } from "./bounded-pattern.js";
+import { boundedPattern, searchPattern } from "./bounded-pattern.js";
 import { keyClasses, type KeyClass } from "./keys.js";
 import { exactlyOneObject, NON_INTEGER, otherValues, type OneOfHost } from "./one-of.js";
 import { PatternAutomatonError, patternsDisjoint } from "./pattern-automata.js";
@@ -797,7 +797,18 @@ class Converter {
       const r = regexToGbnf(pattern);
       if ("error" in r) this.relax("pattern", ptr, r.error);
       else {
-        if (minL === 0 && maxL === null) return this.calledString(`pattern ${pattern}`, () => `"\\"" ${r.gbnf} "\\""`);
+        if (minL === 0 && maxL === null) {
+          return this.calledString(`pattern ${pattern}`, () => {
+            // Unanchored at its end: the DFA of what a string must start with (bounded-pattern.ts).
+            try {
+              const g = searchPattern(pattern, () => this.fresh(), this.rules);
+              if (g !== undefined) return g;
+            } catch (e) {
+              if (!(e instanceof PatternAutomatonError)) throw e;
+            }
+            return `"\\"" ${r.gbnf} "\\""`;
+          });
+        }
         // With length bounds: the pattern's automaton counting characters (bounded-pattern.ts).
         const key = `pattern ${minL} ${maxL} ${pattern}`;
         const known = this.calledStrings.get(key);

@@ -101,6 +101,11 @@ export function patternNfa(pattern: string): Nfa {
   return buildNfa(r.node);
 }
 
+/** The NFA of a parse (regex.ts); PatternAutomatonError past MAX_NFA_STATES. */
+export function regexNfa(node: RegexNode): Nfa {
+  return buildNfa(node);
+}
+
 /**
  * The alphabet: the code points of `within` cut at every boundary of a class of `nfas` and at
  * `points` (each a range's first code point and the one after its last), as sorted ranges.

@@ -256,6 +256,22 @@ function gbnf(n: Node): string {
   }
 }
 
+/**
+ * What a string must start with to match, where every top-level alternative of the parse is
+ * unanchored at its end (a match may end anywhere): the parse without the free end each was given.
+ * Undefined where an alternative is anchored there (`$`).
+ */
+export function matchPrefix(node: RegexNode): RegexNode | undefined {
+  const tops = node.k === "alt" ? node.alts : [node];
+  const cores: Node[] = [];
+  for (const t of tops) {
+    const last = t.k === "seq" ? t.items[t.items.length - 1] : undefined;
+    if (t.k !== "seq" || last?.k !== "rep" || last.body.k !== "set" || last.body.ranges !== ANY || last.min !== 0 || last.max !== null) return undefined;
+    cores.push({ k: "seq", items: t.items.slice(0, -1) });
+  }
+  return cores.length === 1 ? cores[0]! : { k: "alt", alts: cores };
+}
+
 /** A pattern → its parse (unanchored ends already made `.*`-like over any code point), or why not. */
 export function parseRegex(pattern: string): { node: RegexNode } | { error: string } {
   try {

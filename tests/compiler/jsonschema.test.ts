@@ -888,6 +888,8 @@ describe("pattern: the regex front end agrees with JavaScript's RegExp", () => {
     "^[a-z]+$", "ab|cd", "^(ab|a)c?$", "^a{2,3}b*$", "\\d+", "^\\w+@\\w+$", "^[^a-c]{1,2}$", "x.y", "^\\s*$",
     "^(?:foo|ba[rz])+$", "^[A-Z][a-z]*(?: [A-Z][a-z]*)*$", "^-?\\d+(\\.\\d+)?$", '^["\\\\]+$', "^\\u00e9+$", "^[\\d\\-]+$",
     "c$", "^b", "^(a|b)*abb$", "^.{3}$", "^[\\w.-]+$",
+    // Unanchored at the end (bounded-pattern.ts searchPattern), mixed anchors (the regex's own GBNF).
+    "ab|b", "(x|y)z", "a.b", "^a|bc", "a$|b", "[^a]b", "a*",
   ];
   const alphabet = ["a", "b", "c", "d", "x", "y", "z", "A", "Z", "0", "7", "-", ".", " ", "@", '"', "\\", "é", "\n", "_"];
   for (const p of patterns) {
@@ -904,6 +906,26 @@ describe("pattern: the regex front end agrees with JavaScript's RegExp", () => {
       }
     });
   }
+});
+
+describe("a pattern a match may end anywhere in: the DFA of what a string starts with", () => {
+  it("twelve words unanchored compile to a few dozen states (past 100,000 before) and agree with RegExp", async () => {
+    const words = Array.from({ length: 12 }, (_, i) => `QT_${["INT", "DOUBLE", "STRING"][i % 3]}_${i}_TYPE`);
+    const p = words.join("|");
+    const s = await speccOf({ type: "string", pattern: p });
+    expect(s.c.byteDfa.nStates).toBeLessThan(200);
+    const re = new RegExp(p, "u");
+    const random = seededRandom(12);
+    const pieces = [...words, "QT_", "INT", "_1", "TYPE", "x", " ", "é", "Q"];
+    for (let i = 0; i < 300; i++) {
+      let str = "";
+      for (let k = Math.floor(random() * 4); k > 0; k--) str += pieces[Math.floor(random() * pieces.length)];
+      expect({ str, specc: s.accepts(JSON.stringify(str)) }).toEqual({ str, specc: re.test(str) });
+    }
+    // After a match any spelling JSON allows follows (as `char`); before it, each character's own.
+    expect(s.accepts(`"${words[3]}\\/x"`)).toBe(true);
+    expect(s.accepts(`"\\/${words[3]}"`)).toBe(false);
+  });
 });
 
 describe("a pattern's class with characters JSON escapes: every character as JSON writes it", () => {
