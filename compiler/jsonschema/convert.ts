@@ -13,7 +13,8 @@
  * `properties` followed by additional ones, additional
  * property names without escapes (and strings told apart from listed ones: `not`, one-of.ts),
  * numbers told apart from integers without an exponent (one-of.ts), `format`s in the common strict spelling (e.g. `T` and `Z` upper
- * case). Each of these only rejects texts an LLM rarely writes; none accepts a text the schema rejects.
+ * case), a `pattern`'s characters each as JSON writes it (its `.` and, where a match may end
+ * anywhere, the rest after a match, in any spelling). Each of these only rejects texts an LLM rarely writes; none accepts a text the schema rejects.
  *
  * Whitespace between tokens is free up to `maxWhitespace` characters a run (unbounded runs let a
  * model loop forever), or none with `compact`.
