@@ -14,7 +14,8 @@
  * property names without escapes (and strings told apart from listed ones: `not`, one-of.ts),
  * numbers told apart from integers without an exponent (one-of.ts), `format`s in the common strict spelling (e.g. `T` and `Z` upper
  * case), a `pattern`'s characters each as JSON writes it (its `.` and, where a match may end
- * anywhere, the rest after a match, in any spelling). Each of these only rejects texts an LLM rarely writes; none accepts a text the schema rejects.
+ * anywhere, the rest after a match, in any spelling). Each of these only rejects texts an LLM
+ * rarely writes; none accepts a text the schema rejects.
  *
  * Whitespace between tokens is free up to `maxWhitespace` characters a run (unbounded runs let a
  * model loop forever), or none with `compact`.
@@ -227,7 +228,7 @@ class Converter {
       const late = (name: string) => Number(name.slice(1)) > n0;
       for (const k of [...this.rules.keys()]) if (late(k)) this.rules.delete(k);
       for (const [p, k] of [...this.refRules]) if (late(k)) this.refRules.delete(p);
-      for (const memo of [this.calledStrings, this.notInRules, this.objectRules]) for (const [key, k] of [...memo]) if (late(k)) memo.delete(key);
+      for (const memo of [this.calledStrings, this.objectRules]) for (const [key, k] of [...memo]) if (late(k)) memo.delete(key);
       for (const k of [...this.called]) if (/^s\d+$/.test(k) && late(k)) this.called.delete(k);
       return null;
     }
@@ -237,8 +238,9 @@ class Converter {
     return `s${++this.n}`;
   }
   /**
-   * A string rule entered by a call, one per key (its format, its pattern, its length bounds): a
-   * machine that exists once however many properties use it, instead of a copy in each place.
+   * A string rule entered by a call, one per key (its format, its pattern, its length bounds, the
+   * names a key may not be): a machine that exists once however many properties use it, instead of
+   * a copy in each place.
    */
   private calledString(key: string, body: () => string): string {
     let name = this.calledStrings.get(key);
@@ -1194,13 +1196,16 @@ class Converter {
    * (stricter than JSON, never looser) and the names with such characters need no excluding.
    */
   private keyNotIn(names0: string[]): string {
-    const memoKey = JSON.stringify(names0);
-    const known = this.notInRules.get(memoKey);
-    if (known !== undefined) return known;
     const needsEscape = (n: string) => /["\\\u0000-\u001f]/.test(n);
     const plain = names0.some(needsEscape);
     const names = names0.filter((n) => !needsEscape(n));
     if (names.length === 0) return plain ? "keyplain" : "key";
+    // One called rule per set of names, however many objects (or places of one) exclude them.
+    return this.calledString(`not ${JSON.stringify(names0)}`, () => this.exclusionTrie(names, plain));
+  }
+
+  /** `keyNotIn`'s trie: the key's opening quote, then a rule per node. */
+  private exclusionTrie(names: string[], plain: boolean): string {
     interface Node { next: Map<string, Node>; end: boolean }
     const root: Node = { next: new Map(), end: false };
     for (const n of names) {
@@ -1221,12 +1226,8 @@ class Converter {
       for (const [ch, y] of x.next) alts.push(`${gbnfLit(ch)} ${walk(y)}`);
       return this.define(alts.join(" | "));
     };
-    const rule = this.define(`"\\"" ${walk(root)}`);
-    this.called.add(rule);
-    this.notInRules.set(memoKey, rule);
-    return rule;
+    return `"\\"" ${walk(root)}`;
   }
-  private readonly notInRules = new Map<string, string>();
 }
 
 /**
