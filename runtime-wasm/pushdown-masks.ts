@@ -10,7 +10,7 @@ import { H_CLASSMAP, H_NCLASSES, H_NSTATES, NONE16, hdr, region } from "./layout
 import { transBase } from "./tables";
 import {
   NODE, nodeClass, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
-  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, nodeHeight, plainNode, plainSuccessor, setBit, setMaskStore,
+  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, nodeHeight, plainNode, plainSuccessor, setBit, setMaskStore, trieIdsPtr,
   setRange, textNext, textNode, trieMask, U8_STATES, vocabPhase,
 } from "./vocab";
 import { textLengthsInit, textMaskUpTo, textPathTo } from "./text-lengths";
@@ -49,6 +49,10 @@ let walkOne: usize = 0;
 let symBasePtr: usize = 0;
 let symFrontPtr: usize = 0;
 let symStatsPtr: usize = 0;
+/** Per state, its frontier's escape table (`escapeTable`), built on the first pair walk that needs it. */
+let symEscPtr: usize = 0;
+/** Per byte class, whether the pairs of an escape's pop read it (`escapeWalks`). */
+let readsCls: usize = 0;
 let frontScratch: usize = 0;
 let frontCap: u32 = 0;
 let pairScratch: usize = 0;
@@ -113,8 +117,7 @@ let lastPairMax: u32 = 0;
  */
 let plainRunPtr: usize = 0;
 let textRunPtr: usize = 0;
-/** `runOf`'s path (RUN_MAX states). */
-let runPath: usize = 0;
+/** The longest run stored (a longer one is stored as this: a lower bound, below RUN_LOOP). */
 // @ts-ignore: decorator
 @inline const RUN_MAX: u32 = 253;
 /** A run that never ends: as long as any node is high (vocab.ts `nodeHeight`, at most 254). */
@@ -135,8 +138,11 @@ let runPath: usize = 0;
 
 /**
  * q's plain or text run, and that of the states along it: followed until a step fails, comes to a
- * state whose run is known, or back to a state of the path (RUN_LOOP), or past RUN_MAX states
- * (then the run past them counts as 0: a lower bound, as is any run that reaches RUN_MAX).
+ * state whose run is known, or back to a state of the path (RUN_LOOP); then each state of the path
+ * gets what is left of it after the state, at most RUN_MAX. The path is followed to its end however
+ * long it is: a run cut short would be stored for states that the suffix of a longer string shares
+ * with a shorter one (the minimized automaton merges them), and `runEndsDead` would then find their
+ * run's end still reading text and walk their summaries the long way.
  */
 function runOf(q: u32, text: bool): u32 {
   const runs = text ? textRunPtr : plainRunPtr;
@@ -144,7 +150,6 @@ function runOf(q: u32, text: bool): u32 {
   let s = q;
   let r: u32 = 0; // the run of the state after the path's last, plus one, as stored (0: no step)
   for (;;) {
-    store<u32>(runPath + (<usize>n << 2), s);
     store<u8>(runs + <usize>s, <u8>(RUN_LOOP + 1)); // on the path: a step back to it closes a loop
     n++;
     const t = plainSuccessor(transBase, s);
@@ -154,16 +159,13 @@ function runOf(q: u32, text: bool): u32 {
       r = v;
       break;
     }
-    if (n == RUN_MAX) {
-      r = 1;
-      break;
-    }
     s = t;
   }
-  while (n > 0) {
-    n--;
-    if (r <= RUN_MAX) r++; // 1 + the next state's run, at most RUN_MAX; RUN_LOOP stays
-    store<u8>(runs + (<usize>load<u32>(runPath + (<usize>n << 2))), <u8>r);
+  // 1 + the next state's run, at most RUN_MAX + 1; RUN_LOOP + 1 stays.
+  s = q;
+  for (let k: u32 = 0; k < n; k++) {
+    store<u8>(runs + <usize>s, <u8>(r > RUN_MAX ? r : min<u32>(r + (n - k), RUN_MAX + 1)));
+    s = plainSuccessor(transBase, s);
   }
   return <u32>load<u8>(runs + <usize>q) - 1;
 }
@@ -243,10 +245,11 @@ function pdaVocabInit(): void {
   symBasePtr = allocZero(ns << 2);
   symFrontPtr = allocZero(ns << 2);
   symStatsPtr = allocZero(ns << 3);
+  symEscPtr = allocZero(ns << 2);
+  readsCls = heap.alloc(<usize>hdr(H_NCLASSES));
   plainRunPtr = allocZero(ns);
   textRunPtr = allocZero(ns);
   deadEndPtr = allocZero(ns);
-  runPath = heap.alloc(<usize>RUN_MAX << 2);
   textMap = heap.alloc(<usize>U8_STATES << 2);
   frontCap = 256;
   frontScratch = heap.alloc(<usize>frontCap << 2);
@@ -769,16 +772,23 @@ function maskFromRejected(out: usize): void {
  * Returns the most pairs one closure visited.
  */
 function pdaWalk(out: usize, g: u32): u32 {
+  return walkNodes(out, g + 1, load<u32>(nodesPtr + <usize>g * NODE, 4));
+}
+
+/**
+ * Walk nodes [from, n) (whole subtrees, the first at the depth below a set `pdaWalk` describes),
+ * OR-ing their allowed tokens into `out`; returns the most pairs one closure visited.
+ */
+function walkNodes(out: usize, from: u32, n: u32): u32 {
   const nodes = nodesPtr;
   const sets = walkSets;
-  const n = load<u32>(nodes + <usize>g * NODE, 4);
   let maxc: u32 = 0;
   // Every node's tokens are allowed but those of the dead subtrees skipped: the ids from `gap` on
   // are set in `out` when a subtree is skipped or the walk (or a recorded subtree) ends, not node by
   // node (as in pdaSummarize). Root children are stepped (their set is in walk set 0 only), deeper
   // nodes go through walkFast (a frontier node's depth has its one pair noted by the caller).
-  let gap = trieId(g + 1);
-  let i = g + 1;
+  let gap = trieId(from);
+  let i = from;
   while (i < n) {
     if (recEnd != 0 && i >= recEnd) {
       gap = markTo(out, gap, trieId(recEnd));
@@ -854,7 +864,9 @@ function markTo(out: usize, gap: u32, a: u32): u32 {
  * Pair (q, node)'s mask from q's summary, into `out`: the base, and below each frontier node (a
  * path where some pair pops SYM_BASE, here `node`) what the pairs of that pop take: the node's own
  * tokens when they are alive, and its subtree walked from them. The pop gives the same pairs
- * wherever it happens, so they are computed once. A set below a frontier node holds the summary's
+ * wherever it happens, so they are computed once, and the frontier is read from q's escape table
+ * (`escapeTable`): a child of a frontier node whose class no pair of the pop reads is not walked. A
+ * set below a frontier node holds the summary's
  * pairs and those of the pop; each side's closures are counted apart, so where the two counts
  * could add up past PDA_MAX_PAIRS, returns false (the caller walks the pair exactly). Else sets
  * `lastPairMax` (their sum where a pop happens: a bound for pdaMaskOf's check) and returns true.
@@ -864,29 +876,83 @@ function escapeWalks(out: usize, q: u32, node: u32): bool {
   const own = load<u32>(symStatsPtr + (<usize>q << 3), 4);
   lastPairMax = own;
   const front = <usize>load<u32>(symFrontPtr + (<usize>q << 2));
-  const nf = load<u32>(front);
-  if (nf == 0) return true;
+  if (load<u32>(front) == 0) return true;
   const cc = pdaPopped(node, contSet);
   if (cc + own > PDA_MAX_PAIRS) return false;
   if (!pdaAlive(cc, contSet)) return true;
-  let most = cc;
-  const nodes = nodesPtr;
+  let esc = <usize>load<u32>(symEscPtr + (<usize>q << 2));
+  if (esc == 0) esc = escapeTable(q, front);
+  // The frontier nodes' own tokens.
+  const nOwn = load<u32>(esc);
+  for (let k: u32 = 0; k < nOwn; k++) setBit(out, load<u32>(esc + 4 + (<usize>k << 2)));
+  // Their children: only those of a class some pair of the pop reads are walked (the others would
+  // step to nothing, allowing no token and counting no closure).
   const kept = <usize>load<u32>(contSet);
+  if (kept == 0) return true;
+  const nc = hdr(H_NCLASSES);
+  memory.fill(readsCls, 0, <usize>nc);
+  for (let j: usize = 0; j < kept; j++) {
+    const row = transBase + (<usize>(<u32>(load<u64>(contSet + 8 + (j << 3)) >>> 32) * nc) << 1);
+    for (let c: u32 = 0; c < nc; c++) {
+      if (<u32>load<u16>(row + (<usize>c << 1)) != NONE16) store<u8>(readsCls + <usize>c, 1);
+    }
+  }
   const one = kept == 1 ? load<u64>(contSet, 8) : NO_PAIR;
-  for (let k: u32 = 0; k < nf; k++) {
-    const g = load<u32>(front + 4 + (<usize>k << 2));
-    const sk = load<u32>(nodes + <usize>g * NODE, 4);
-    setRange(out, trieId(g), trieId(g + 1));
-    if (g + 1 == sk) continue;
-    const dg = <usize>(load<u32>(nodes + <usize>g * NODE) >>> 8);
+  const kids = esc + 4 + (<usize>nOwn << 2);
+  const nKids = load<u32>(kids);
+  let most = cc;
+  for (let k: u32 = 0; k < nKids; k++) {
+    const x = load<u64>(kids + 4 + (<usize>k << 3));
+    if (load<u8>(readsCls + <usize>(<u32>(x >>> 32))) == 0) continue;
+    const c = <u32>x;
+    const dg = <usize>(load<u32>(nodesPtr + <usize>c * NODE) >>> 8) - 1;
     memory.copy(walkSets + dg * SET_BYTES, contSet, 8 + (kept << 3));
     store<u64>(walkOne + (dg << 3), one);
-    const m = pdaWalk(out, g);
+    const m = walkNodes(out, c, load<u32>(nodesPtr + <usize>c * NODE, 4));
     if (m > most) most = m;
   }
   if (most + own > PDA_MAX_PAIRS) return false;
   lastPairMax = most + own; // a bound on the closures of the sets below the frontier nodes
   return true;
+}
+
+/**
+ * State q's escape table, from its frontier (`front`): u32 n and the n token ids the frontier nodes
+ * end (their own tokens), then u32 m and m u64 (class << 32 | node) for the frontier nodes'
+ * children. Each pair of q walks from these alone, so that a frontier of a thousand nodes (the ends
+ * of a number) costs a pass over two arrays, not a visit to each node and its children in the trie.
+ */
+function escapeTable(q: u32, front: usize): usize {
+  const nodes = nodesPtr;
+  const nf = load<u32>(front);
+  let nOwn: u32 = 0;
+  let nKids: u32 = 0;
+  for (let k: u32 = 0; k < nf; k++) {
+    const g = load<u32>(front + 4 + (<usize>k << 2));
+    nOwn += trieId(g + 1) - trieId(g);
+    const sk = load<u32>(nodes + <usize>g * NODE, 4);
+    for (let c = g + 1; c < sk; c = load<u32>(nodes + <usize>c * NODE, 4)) nKids++;
+  }
+  const esc = heap.alloc(8 + (<usize>nOwn << 2) + (<usize>nKids << 3));
+  store<u32>(esc, nOwn);
+  const kids = esc + 4 + (<usize>nOwn << 2);
+  store<u32>(kids, nKids);
+  let o: usize = esc + 4;
+  let j: usize = kids + 4;
+  for (let k: u32 = 0; k < nf; k++) {
+    const g = load<u32>(front + 4 + (<usize>k << 2));
+    for (let a = trieId(g), b = trieId(g + 1); a < b; a++) {
+      store<u32>(o, load<u32>(trieIdsPtr + (<usize>a << 2)));
+      o += 4;
+    }
+    const sk = load<u32>(nodes + <usize>g * NODE, 4);
+    for (let c = g + 1; c < sk; c = load<u32>(nodes + <usize>c * NODE, 4)) {
+      store<u64>(j, (<u64>nodeClass(load<u32>(nodes + <usize>c * NODE)) << 32) | <u64>c);
+      j += 8;
+    }
+  }
+  store<u32>(symEscPtr + (<usize>q << 2), <u32>esc);
+  return esc;
 }
 
 /** The mask of the single pair `x` (cached); sets `lastPairMax` to the most pairs one of its closures visited. */
@@ -945,7 +1011,7 @@ export function pdaMaskOf(c: u32): i32 {
       memory.fill(out, 0, maskBytes);
       setRange(out, 0, load<u32>(nodesPtr + NODE, 8));
       cfLoad(c, walkSets);
-      pdaWalk(out, 0);
+          pdaWalk(out, 0);
     }
     if (acc) pdaSetEos(out);
     idx = pdaInternCopy(out);

@@ -430,6 +430,39 @@ describe("pushdown masks equal a brute-force PdaRunner walk (real vocabularies)"
     next.dispose();
   }, 240_000);
 
+  it("one summary, many continuations: a called string or number ended in objects, arrays and keys (escape tables), and strings sharing the end of one longer than a run (exact runs), on Llama 3", async () => {
+    // A pair's mask walks its state's frontier from what popping the pair's stack node gives
+    // (pushdown-masks.ts `escapeWalks`): the table of the frontier nodes' children is built once per
+    // state and read under each continuation (`,` `}` after a member, `,` `]` after an item, `:`
+    // after a key), only the classes the continuation reads walked. `mid` (255 characters) is
+    // longer than a run is stored (RUN_MAX); its last 40 positions are `short`'s, whose runs must
+    // still be exact when `mid` is met first (`runOf`).
+    const schema = {
+      type: "object",
+      properties: {
+        n: { type: "number" }, i: { type: "integer" }, s: { type: "string" },
+        xs: { type: "array", items: { type: "number" } }, ss: { type: "array", items: { type: "string" } },
+        grid: { type: "array", items: { type: "array", items: { type: "integer" } } },
+        mid: { type: "string", maxLength: 255 }, short: { type: "string", maxLength: 40 },
+      },
+      additionalProperties: { type: "string" },
+    };
+    const { gbnf, called } = jsonSchemaToGbnf(schema, "ends.schema.json");
+    expect(called).toContain("string");
+    const g = grammar("ends-schema.gbnf", gbnf, called);
+    const vocab = real("llama3_1");
+    const spec = await Spec.load(g.wasm, { vocab });
+    expect(spec.pushdown).toBe(true);
+    const docs = [
+      '{"n": -3.5e+2, "i": 1000, "s": "a, b", "xs": [1,2,30,4.5], "ss": ["x","", "y z"], "grid": [[1],[22,3],[]], "mid": "abc", "short": "thirty-nine characters, or so: almost!", "zz": "q"}',
+      '{"n":0,"i":-7,"s":"","xs":[],"ss":[],"grid":[[0,10,200]],"mid":"","short":"","other":"\\"quoted\\""}',
+    ];
+    let checked = 0;
+    for (const doc of docs) checked += checkEveryToken(spec, g, vocab, doc);
+    expect(checked).toBeGreaterThanOrEqual(80);
+    spec.dispose();
+  }, 240_000);
+
   it("openagi.gbnf on Qwen3 (151,643 tokens), and cooking.gbnf (no call edges: DFA mode) on Qwen3", async () => {
     const vocab = real("qwen3");
     const g = grammar("openagi.gbnf");
