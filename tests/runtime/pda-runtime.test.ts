@@ -140,9 +140,10 @@ function bruteMask(runner: PdaRunner, cfg: PdaConfig, vocab: Vocabulary, words: 
 
 /**
  * `doc` fed greedily by the longest vocabulary text of at most 12 bytes; at every token the mask
- * equals the brute-force one and the token continues. Returns the masks checked.
+ * equals the brute-force one and the token continues; the whole doc is accepted, or with `whole`
+ * false it is a prefix and the mask after it is checked too. Returns the masks checked.
  */
-function checkEveryToken(spec: Spec, g: Grammar, vocab: Vocabulary, doc: string): number {
+function checkEveryToken(spec: Spec, g: Grammar, vocab: Vocabulary, doc: string, whole = true): number {
   const toks = tokenBytes(vocab);
   const byText = new Map<string, number>();
   toks.forEach((b, id) => { if (b && b.length <= 12 && !byText.has(dec.decode(b))) byText.set(dec.decode(b), id); });
@@ -160,6 +161,12 @@ function checkEveryToken(spec: Spec, g: Grammar, vocab: Vocabulary, doc: string)
     expect(m.commit(id)).toBe("continue");
     ref = g.runner.run(toks[id]!, ref)!;
     i += len;
+  }
+  if (!whole) {
+    // A prefix: the mask after its last token too.
+    m.fillMask(buf);
+    expect(maskDiff(buf, bruteMask(g.runner, ref, vocab, spec.maskWords), vocab), `${JSON.stringify(doc)}`).toEqual([]);
+    return checked + 1;
   }
   expect(ref.accept).toBe(true);
   return checked;
@@ -398,6 +405,41 @@ describe("pushdown masks equal a brute-force PdaRunner walk (real vocabularies)"
     let checked = 0;
     for (const doc of docs) checked += checkEveryToken(spec, g, vocab, doc);
     expect(checked).toBeGreaterThanOrEqual(60);
+  }, 240_000);
+
+  it("several pairs with text runs (as after a long string's 64-character block): a text subtree no higher than every pair's run is allowed whole, a higher one is walked, on Llama 3", async () => {
+    // After `x` the configuration is two pairs, each the start of a called bounded string: runs of
+    // 3 and 3 characters (then `A` or `B`), after `y` 3 and 5, after `z` 64 and 2 (a block, or
+    // the end). pushdown-masks.ts `setTextRuns` skips a text subtree only when each pair's run
+    // covers it: a four-letter token after `x` must still be refused.
+    const text = [
+      'root ::= "[" item ("," item)* "]"',
+      'item ::= "x" (p3 | q3) | "y" (p3 | q5) | "z" (block* last)',
+      'char ::= [^"\\\\\\x00-\\x1f]',
+      'p3 ::= char{3} "A"',
+      'q3 ::= char{3} "B"',
+      'q5 ::= char{5} "B"',
+      'block ::= char{64}',
+      'last ::= char{0,2} "!"',
+    ].join("\n");
+    const g = grammar("pair-runs.gbnf", text, ["p3", "q3", "q5", "block", "last"]);
+    const vocab = real("llama3_1");
+    const spec = await Spec.load(g.wasm, { vocab });
+    expect(spec.pushdown).toBe(true);
+    const block = "Of all the things that a sixty-four character block ends in: wor";
+    expect(block.length).toBe(64);
+    const docs = [
+      "[xabcA,xdefB,y12 A,yabcdeB,z!,zab!]",
+      `[z${block}!,z${block}${block}xy!,yhey hB]`,
+    ];
+    let checked = 0;
+    for (const doc of docs) checked += checkEveryToken(spec, g, vocab, doc);
+    // Greedy tokens run over the item starts ("[x", ",x"): these masks come right before them,
+    // where a token such as `xiety` (x, then four letters) reaches both pairs' runs.
+    checked += checkEveryToken(spec, g, vocab, "[", false);
+    checked += checkEveryToken(spec, g, vocab, "[ximoA,", false);
+    expect(checked).toBeGreaterThanOrEqual(30);
+    spec.dispose();
   }, 240_000);
 
   it("JSON Schema strings of at most N characters (text tokens by length, text-lengths.ts) with escapes, UTF-8 and the bound, on Llama 3, with counts made and with counts kept from another spec", async () => {
