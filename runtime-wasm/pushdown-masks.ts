@@ -76,7 +76,8 @@ let lastPairMax: u32 = 0;
  * height, or node i is plain and q keeps itself on every plain class or has a plain run that long
  * (vocab.ts: every token of the subtree of i is allowed and its pair stays one pair of a reading
  * state; the caller skips it), or FAST_NO (after writing the one pair into the set at d - 1): the
- * caller calls pdaStep.
+ * caller calls pdaStep. When the set at d - 1 is several pairs, FAST_SKIP for a text node that each
+ * pair's text run covers (`setTextRuns`), else FAST_NO.
  */
 // @ts-ignore: decorator
 @inline function walkFast(i: u32, d: usize, cls: u32): u32 {
