@@ -17,6 +17,7 @@
  * - tables.ts: instantiation (expand the transition rows) and the mode-independent table exports.
  * - vocab.ts: the vocabulary (ABI 2), mask words and the distinct-mask store (`intern`).
  * - text-lengths.ts: text tokens by length (a bounded string's summaries in pushdown mode).
+ * - text-exits.ts: the trie's text exits (a string inside's summaries in pushdown mode).
  * - pairs.ts: (state, stack node) pairs: their hash and the pushdown mask cache's pair table.
  * - pushdown.ts: pushdown mode (configurations, stack nodes, closure, the cache limit) for tables
  *   with a call table; its start code sets the mode up after tables.ts's.

@@ -13,7 +13,8 @@ import {
   clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, nodeHeight, plainNode, plainSuccessor, setBit, setMaskStore, trieIdsPtr,
   setRange, textNext, textNode, trieMask, U8_STATES, vocabPhase,
 } from "./vocab";
-import { textLengthsInit, textMaskUpTo, textPathTo } from "./text-lengths";
+import { textLengthsInit, textMaskUpTo } from "./text-lengths";
+import { EXIT_BYTES, rootExits } from "./text-exits";
 import { hashPair, pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
 import {
   PDA_MAX_PAIRS, PDA_MAX_STACK, SET_BYTES, SF_ESCAPE, SK_READS, SYM_BASE, cfCount, cfLoad, cfRec,
@@ -188,6 +189,32 @@ function runOf(q: u32, text: bool): u32 {
   return <u32>load<u8>(runs + <usize>q) - 1;
 }
 
+/** The states of the run being walked from its first (`pdaSummarize`): the first `runStatesN` are known. */
+let runStates: usize = 0;
+let runStatesN: u32 = 0;
+
+/** The state k steps along the run from runStates[0] (k at most its text run). */
+function runState(k: u32): u32 {
+  while (runStatesN <= k) {
+    store<u32>(runStates + (<usize>runStatesN << 2), plainSuccessor(transBase, load<u32>(runStates + (<usize>(runStatesN - 1) << 2))));
+    runStatesN++;
+  }
+  return load<u32>(runStates + (<usize>k << 2));
+}
+
+/** The state after the started character of exit `e` (text-exits.ts) from s, between characters. */
+function exitState(s: u32, e: usize): u32 {
+  const np = (load<u32>(e, 4) >>> 8) & 0xff;
+  if (np == 0) return s;
+  const nc = hdr(H_NCLASSES);
+  const classmap = region(H_CLASSMAP);
+  const pb = load<u32>(e, 8);
+  for (let j: u32 = 0; j < np; j++) {
+    s = <u32>load<u16>(transBase + ((<usize>(s * nc + <u32>load<u8>(classmap + <usize>((pb >>> (j << 3)) & 0xff)))) << 1));
+  }
+  return s;
+}
+
 /** Per state: 0 not known yet, 1 its text run does not end dead, 2 it does (`runEndsDead`). */
 let deadEndPtr: usize = 0;
 
@@ -269,6 +296,7 @@ function pdaVocabInit(): void {
   textRunPtr = allocZero(ns);
   deadEndPtr = allocZero(ns);
   textMap = heap.alloc(<usize>U8_STATES << 2);
+  runStates = heap.alloc(<usize>(RUN_LOOP + 1) << 2);
   frontCap = 256;
   frontScratch = heap.alloc(<usize>frontCap << 2);
   pairScratch = heap.alloc(maskBytes);
@@ -314,8 +342,9 @@ function pdaSetEos(out: usize): void {
 
 // ---- Subtree memo ----
 //
-// Below a root child of the trie, a walk whose set is then the single pair (t, SYM_BASE) (a
-// summary) or (t, empty stack) (a pair's walk) gives the same result whatever state it came from:
+// Below a root child of the trie (or a text exit, in a summary that walks below its exits), a walk
+// whose set is then the single pair (t, SYM_BASE) (a summary) or (t, empty stack) (a pair's walk)
+// gives the same result whatever state it came from:
 // the same trie-id ranges, the same frontier nodes, the same largest closure and stack-limit check.
 // Most states reach the same few states after one byte (free text, a pending marker prefix, the
 // rest of a property name that is not listed), so those subtrees are walked once (the DFA walk in
@@ -565,26 +594,73 @@ function pdaSummarize(q: u32): void {
   rejN = 0;
   let maxc: u32 = 1;
   let nf: u32 = 0;
-  // A length-bounded string with tr characters left: the subtrees of text tokens (a text node on
-  // a text path) are decided by their length alone, then all at once (text-lengths.ts); they are
-  // left out of the walk, noted as rejected, and the allowed ones are OR-ed in at the end. Such a
-  // walk records no subtree memo (its rejected ranges would be wrong for another state).
+  // A length-bounded string with tr characters left: its text tokens are decided by their length
+  // alone, then all at once (text-lengths.ts). The walk goes only below the root's text exits
+  // (text-exits.ts) whose text path is no longer than tr, each from the state the path leads to;
+  // the rest is noted as rejected, and the allowed text tokens are OR-ed in at the end. A state
+  // that reads any text character back to itself (a string's inside) walks below its exits too, and
+  // allows the rest. An exit's subtree is memoized as a root child's is (what a string's closing
+  // quote leads to is walked once, not again for each position of the string).
   const tr = textRun(q);
   const lengths = tr != 0 && tr < RUN_LOOP && runEndsDead(q, tr);
   if (lengths) textLengthsInit();
+  const loop = tr == RUN_LOOP && plainSuccessor(transBase, q) == q;
+  let xs: usize = 0; // the exits walked below, or 0: the whole trie
+  let xn: u32 = 0;
+  let xk: u32 = 0;
+  let segStart: u32 = 0; // the exit whose subtree is being walked, and the end of that subtree
+  let segEnd: u32 = 1;
+  if (lengths || loop) {
+    xs = rootExits();
+    xn = load<u32>(xs);
+    store<u32>(runStates, q);
+    runStatesN = 1;
+  }
   const n = nNodes;
   const rootText = tr;
   const rootPlain = plainRun(q);
   let i: u32 = 1;
-  while (i < n) {
+  for (;;) {
+    if (xs != 0 && i >= segEnd) {
+      // The next exit whose text path is alive and whose byte the state there takes (the others
+      // are rejected: in the gaps, or by their ids), its walk set one pair at the depth above it.
+      if (recEnd != 0 && i >= recEnd) finishSummaryRec(nf);
+      let e: usize = 0;
+      let s: u32 = 0;
+      while (xk < xn) {
+        const x = xs + 4 + <usize>xk * EXIT_BYTES;
+        xk++;
+        const info = load<u32>(x, 4);
+        const count = info & 0xff;
+        if (lengths && count > tr) continue;
+        s = exitState(loop ? q : runState(count - ((info & 0xff00) != 0 ? 1 : 0)), x);
+        if (<u32>load<u16>(transBase + ((<usize>(s * hdr(H_NCLASSES) + <u32>load<u8>(region(H_CLASSMAP) + <usize>(info >>> 16)))) << 1)) == NONE16) {
+          if (!lengths) rejAdd(load<u32>(x, 12), load<u32>(x, 16));
+          continue;
+        }
+        e = x;
+        break;
+      }
+      const at = e != 0 ? load<u32>(e) : n;
+      if (lengths) rejAdd(trieId(segEnd), e != 0 ? load<u32>(e, 12) : trieId(n));
+      i = at;
+      if (e == 0) break;
+      segStart = i;
+      segEnd = load<u32>(nodes + <usize>i * NODE, 4);
+      const de = <usize>(load<u32>(nodes + <usize>i * NODE) >>> 8) - 1;
+      if (de > 0) {
+        const set = sets + de * SET_BYTES;
+        store<u32>(set, 1);
+        store<u32>(set, 0, 4);
+        store<u64>(set, (<u64>s << 32) | <u64>SYM_BASE, 8);
+        store<u64>(walkOne + (de << 3), (<u64>s << 32) | <u64>SYM_BASE);
+      }
+    }
+    if (i >= n) break;
     if (recEnd != 0 && i >= recEnd) finishSummaryRec(nf);
     const p = nodes + <usize>i * NODE;
     const w0 = load<u32>(p);
     const d = <usize>(w0 >>> 8);
-    if (lengths && textNode(i) && textPathTo(i)) {
-      i = rejSubtree(p);
-      continue;
-    }
     if (d > 1) {
       const t = walkFast(i, d, nodeClass(w0));
       if (t == NONE16) {
@@ -607,15 +683,16 @@ function pdaSummarize(q: u32): void {
     }
     const dst = sets + d * SET_BYTES;
     const ns0 = needSeen;
-    if (d == 1) setNeedSeen(0);
+    // A root child or an exit: its subtree from a single (t, SYM_BASE) pair is memoized.
+    const memoHere = d == 1 || i == segStart;
+    if (memoHere) setNeedSeen(0);
     const c = pdaStep(sets + (d - 1) * SET_BYTES, nodeClass(w0), dst);
     walkNote(d, c, dst);
     if (c > maxc) maxc = c;
     if (recEnd != 0 && c > recMax) recMax = c;
-    if (d == 1) {
-      // A root child: its subtree from a single (t, SYM_BASE) pair is memoized.
+    if (memoHere) {
       const sk = load<u32>(p, 4);
-      if (!lengths && c == 1 && load<u32>(dst) == 1 && load<u32>(dst, 4) == 0 && <u32>load<u64>(dst, 8) == SYM_BASE) {
+      if (c == 1 && load<u32>(dst) == 1 && load<u32>(dst, 4) == 0 && <u32>load<u64>(dst, 8) == SYM_BASE) {
         const key = memoKey(MK_SUMMARY, <u32>(load<u64>(dst, 8) >>> 32), i);
         recNeed0 = ns0;
         const off = memoVisit(key, sk, c, nf, true);

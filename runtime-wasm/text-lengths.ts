@@ -15,7 +15,7 @@
  */
 
 import {
-  K_TEXT, NODE, U8_STATES, allocZero, maskBytes, nodesPtr, setBit, textNext, tokBytesPtr, tokKindPtr, tokOffPtr, trieIdsPtr,
+  K_TEXT, U8_STATES, allocZero, maskBytes, setBit, textNext, tokBytesPtr, tokKindPtr, tokOffPtr,
   vocabPhase, vocabSize,
 } from "./vocab";
 
@@ -107,17 +107,6 @@ export function textLengthsInit(): void {
   }
   heap.free(fill);
   countMasks = allocZero(<usize>(MAX_COUNT + 1) << 2);
-}
-
-/**
- * Whether every token of node i's subtree is a text token, given that its subtree is text from the
- * node's byte on (vocab.ts `textNode`): then its path from the root is text, so its first token is
- * a text token, and the other way round (`textLengthsInit` first).
- */
-// @ts-ignore: decorator
-@inline export function textPathTo(i: u32): bool {
-  const tok = load<u32>(trieIdsPtr + (<usize>load<u32>(nodesPtr + <usize>i * NODE, 8) << 2));
-  return load<u8>(countPtr + <usize>tok) != 0;
 }
 
 /** The mask of the text tokens of at most `c` characters, 1 ≤ c < MAX_COUNT (`textLengthsInit` first). */

@@ -472,6 +472,28 @@ describe("pushdown masks equal a brute-force PdaRunner walk (real vocabularies)"
     next.dispose();
   }, 240_000);
 
+  it("text exits (text-exits.ts): quotes, escapes, control bytes and a broken UTF-8 character after text, in a string's inside and at each position of a bounded one", async () => {
+    // A summary from a state that reads any text character walks only below the nodes where a text
+    // path meets a byte that is not text, from the state the path leads to. A started character
+    // broken by an ASCII byte ends there: from between characters the same byte would be text. A
+    // newline after text is refused where a walk goes no further than the exit's byte.
+    const schema = {
+      type: "object", required: ["a", "b", "c"],
+      properties: { a: { type: "string", maxLength: 6 }, b: { type: "string" }, c: { type: "array", items: { type: "string", maxLength: 3 } } },
+    };
+    const { gbnf, called } = jsonSchemaToGbnf(schema, "exits.schema.json");
+    const g = grammar("exits-schema.gbnf", gbnf, called);
+    const toks: (Uint8Array | null)[] = Array.from({ length: 256 }, (_, b) => Uint8Array.of(b));
+    for (const t of ["ab\"", "abc\",", "a\"}", "\"x", "é\"", "ab\\\"", "a\\u00e9b\"", "abcdefgh\"", "a\n", "ab\t", "x\nyz", "\", \"", "é", "日本", "abc", "xyz"]) toks.push(enc.encode(t));
+    toks.push(Uint8Array.of(0xc3, 0x20), Uint8Array.of(0x61, 0xc3, 0x22), Uint8Array.of(0x61, 0xe6, 0x97, 0x41), Uint8Array.of(0xc3, 0xa9, 0xe6, 0x97, 0x22), Uint8Array.of(0xe6, 0x20, 0x22), null);
+    const vocab = Vocabulary.fromTokenBytes(toks, { eos: [toks.length - 1] });
+    const spec = await Spec.load(g.wasm, { vocab });
+    let checked = 0;
+    for (const doc of ['{"a": "ab", "b": "xyz\\n é abc", "c": ["é", "abc", ""]}', '{"a":"日本abcd","b":"","c":["x\\"y"]}']) checked += checkEveryToken(spec, g, vocab, doc);
+    expect(checked).toBeGreaterThanOrEqual(40);
+    spec.dispose();
+  }, 120_000);
+
   it("one summary, many continuations: a called string or number ended in objects, arrays and keys (escape tables), and strings sharing the end of one longer than a run (exact runs), on Llama 3", async () => {
     // A pair's mask walks its state's frontier from what popping the pair's stack node gives
     // (pushdown-masks.ts `escapeWalks`): the table of the frontier nodes' children is built once per
