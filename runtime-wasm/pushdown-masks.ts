@@ -14,7 +14,7 @@ import {
   setRange, textNext, textNode, trieMask, U8_STATES, vocabPhase,
 } from "./vocab";
 import { textLengthsInit, textMaskUpTo } from "./text-lengths";
-import { EXIT_BYTES, rootExits } from "./text-exits";
+import { EXIT_BYTES, exitFrom, exitsOf } from "./text-exits";
 import { hashPair, pairCacheAdd, pairCacheFind, pairCacheInit } from "./pairs";
 import {
   PDA_MAX_PAIRS, PDA_MAX_STACK, SET_BYTES, SF_ESCAPE, SK_READS, SYM_BASE, cfCount, cfLoad, cfRec,
@@ -78,7 +78,9 @@ let lastPairMax: u32 = 0;
  * (vocab.ts: every token of the subtree of i is allowed and its pair stays one pair of a reading
  * state; the caller skips it), or FAST_NO (after writing the one pair into the set at d - 1): the
  * caller calls pdaStep. When the set at d - 1 is several pairs, FAST_SKIP for a text node that each
- * pair's text run covers (`setTextRuns`), else FAST_NO.
+ * pair's text run covers (`setTextRuns`), else FAST_NO. FAST_EXITS (with the pair noted, as for t)
+ * where node i's subtree is large, not all text, and within t's text run (`exitsFit`): the caller
+ * may walk only below its text exits (`enterExits`), or go on as for t.
  */
 // @ts-ignore: decorator
 @inline function walkFast(i: u32, d: usize, cls: u32): u32 {
@@ -94,6 +96,7 @@ let lastPairMax: u32 = 0;
   if (pr > tr && plainNode(i) && pr >= nodeHeight(i)) return FAST_SKIP;
   if (readsOn(q, t)) {
     store<u64>(walkOne + (d << 3), (<u64>t << 32) | (x & 0xffffffff));
+    if (exitsFit(i, t)) return FAST_EXITS;
     return t;
   }
   const set = walkSets + (d - 1) * SET_BYTES;
@@ -124,6 +127,67 @@ function setTextRuns(set: usize, h: u32): bool {
 @inline const FAST_NO: u32 = 0xffffffff;
 // @ts-ignore: decorator
 @inline const FAST_SKIP: u32 = 0xfffffffe;
+// @ts-ignore: decorator
+@inline const FAST_EXITS: u32 = 0xfffffffd;
+/** The smallest subtree (in nodes) walked below its text exits rather than node by node. */
+// @ts-ignore: decorator
+@inline const EXITS_MIN: u32 = 64;
+
+/**
+ * Whether a walk that comes to node i in one pair of state t may go on below i's text exits alone
+ * (`enterExits`): i's subtree is large, holds some token that is not text, and each of its text
+ * paths stays in t's text run (t reads every text character back to itself, or its run is as long
+ * as the tallest token below i).
+ */
+// @ts-ignore: decorator
+@inline function exitsFit(i: u32, t: u32): bool {
+  if (textNode(i) || load<u32>(nodesPtr + <usize>i * NODE, 4) - i < EXITS_MIN) return false;
+  const r = textRun(t);
+  return r != 0 && (r + 1 >= nodeHeight(i) || textLoops(t));
+}
+
+/** Per state: 0 not known yet, 1 it does not read every text character back to itself, 2 it does. */
+let loopsPtr: usize = 0;
+
+/** Whether q reads every text character back to itself (a string's inside): its text run loops on q. */
+function textLoops(q: u32): bool {
+  const v = <u32>load<u8>(loopsPtr + <usize>q);
+  if (v != 0) return v == 2;
+  const yes = textRun(q) == RUN_LOOP && plainSuccessor(transBase, q) == q;
+  store<u8>(loopsPtr + <usize>q, yes ? 2 : 1);
+  return yes;
+}
+
+/** Per walk depth: the node the walk went down into there (`anchorOf`). */
+let pathAt: usize = 0;
+
+/**
+ * The anchor of node i at walk depth d (text-exits.ts): the nearest of i and the nodes above it
+ * whose byte is ASCII but not plain text, with only plain bytes after it (the root if none), or
+ * NO_ANCHOR when a byte of 0x80 or more comes first. Its depth goes to `anchorDepth`.
+ */
+function anchorOf(i: u32, d: usize): u32 {
+  let node = i;
+  for (;;) {
+    const b = load<u32>(nodesPtr + <usize>node * NODE) & 0xff;
+    if (b - 0x20 < 0x5f && b != 0x22 && b != 0x5c) {
+      if (--d == 0) {
+        anchorDepth = 0;
+        return 0;
+      }
+      node = load<u32>(pathAt + (d << 2));
+      continue;
+    }
+    anchorDepth = <u32>d;
+    return b < 0x80 ? node : NO_ANCHOR;
+  }
+}
+
+/** The walk depth of the anchor `anchorOf` found. */
+let anchorDepth: u32 = 0;
+
+// @ts-ignore: decorator
+@inline const NO_ANCHOR: u32 = 0xffffffff;
 
 /**
  * Runs (a JSON string's inside; the positions of a length-bounded string). Per state: 0 not known
@@ -160,8 +224,8 @@ let textRunPtr: usize = 0;
  * state whose run is known, or back to a state of the path (RUN_LOOP); then each state of the path
  * gets what is left of it after the state, at most RUN_MAX. The path is followed to its end however
  * long it is: a run cut short would be stored for states that the suffix of a longer string shares
- * with a shorter one (the minimized automaton merges them), and `runEndsDead` would then find their
- * run's end still reading text and walk their summaries the long way.
+ * with a shorter one (the minimized automaton merges them), and their summaries would walk from
+ * that false end (`beyondFind`) what the run takes whole.
  */
 function runOf(q: u32, text: bool): u32 {
   const runs = text ? textRunPtr : plainRunPtr;
@@ -189,6 +253,60 @@ function runOf(q: u32, text: bool): u32 {
   return <u32>load<u8>(runs + <usize>q) - 1;
 }
 
+/**
+ * The text exits a walk goes below (text-exits.ts; `pdaSummarize`): entries [xk, xn) of the list
+ * at xs (0: none), from the root, or below a node where the walk's pair comes to a string's inside
+ * (`enterExits`), until node xAfter. Each exit's walk set is one pair: on stack xStack, in the
+ * run's state at the exit's count less xBase (xRun; from runStates) or in xLoop, after the exit's
+ * started character. xLen: a bounded string's positions from the root (exits past the run are
+ * refused, and the text between exits is left to the text lengths). segStart is the exit whose
+ * subtree is being walked, segEnd the end of that subtree.
+ */
+let xs: usize = 0;
+let xk: u32 = 0;
+let xn: u32 = 0;
+let xAfter: u32 = 0;
+let xLen: bool = false;
+let xRun: bool = false;
+let xBase: u32 = 0;
+let xLoop: u32 = 0;
+let xStack: u32 = 0;
+let segStart: u32 = 0;
+let segEnd: u32 = 0;
+
+/**
+ * Node i at walk depth d has one pair, and its text paths stay in the pair's text run
+ * (`exitsFit`): along each, the pair is one pair of a reading state, so the walk goes on only below
+ * the exits in i's subtree, those of its anchor (`anchorOf`), when it has one. The characters from
+ * the anchor to i are plain ASCII, one each: an exit's count from the anchor, less them, is how far
+ * along the run from i's state its path ends.
+ */
+function enterExits(i: u32, d: usize): void {
+  const a = anchorOf(i, d);
+  if (a == NO_ANCHOR) return;
+  const base = <u32>d - anchorDepth;
+  if (base + nodeHeight(i) >= 255) return; // counts are kept up to 255
+  xs = exitsOf(a);
+  const sk = load<u32>(nodesPtr + <usize>i * NODE, 4);
+  xk = exitFrom(xs, i + 1);
+  xn = exitFrom(xs, sk);
+  xAfter = sk;
+  xLen = false;
+  beyondN = 0;
+  const x = load<u64>(walkOne + (d << 3));
+  const t = <u32>(x >>> 32);
+  xRun = !textLoops(t);
+  xLoop = t;
+  xBase = base;
+  if (xRun) {
+    store<u32>(runStates, t);
+    runStatesN = 1;
+  }
+  xStack = <u32>x;
+  segStart = 0;
+  segEnd = i + 1;
+}
+
 /** The states of the run being walked from its first (`pdaSummarize`): the first `runStatesN` are known. */
 let runStates: usize = 0;
 let runStatesN: u32 = 0;
@@ -213,6 +331,53 @@ function exitState(s: u32, e: usize): u32 {
     s = <u32>load<u16>(transBase + ((<usize>(s * nc + <u32>load<u8>(classmap + <usize>((pb >>> (j << 3)) & 0xff)))) << 1));
   }
   return s;
+}
+
+/**
+ * The shortest run that does not end dead whose summary walks below the text exits: below it, most
+ * of the trie lies past the run (`beyondFind`).
+ */
+// @ts-ignore: decorator
+@inline const BEYOND_MIN: u32 = 32;
+
+/**
+ * The nodes where a text path from the root starts its (tr + 1)-th character (`beyondFind`), in
+ * trie order: the first `beyondN` of `beyondBuf`.
+ */
+let beyondBuf: usize = 0;
+let beyondCap: u32 = 0;
+let beyondN: u32 = 0;
+
+/**
+ * The nodes where a text path from the root starts its (tr + 1)-th character: a walk from a run of
+ * tr characters goes on below them from the run's last state. Only the subtrees that hold a token
+ * of more than tr bytes are looked into (none when tr is long: the heights, vocab.ts).
+ */
+function beyondFind(tr: u32): void {
+  beyondN = 0;
+  beyondBelow(0, 0, 0, tr);
+}
+
+function beyondBelow(g: u32, u: u32, count: u32, tr: u32): void {
+  const nodes = nodesPtr;
+  const sk = load<u32>(nodes + <usize>g * NODE, 4);
+  for (let c = g + 1; c < sk; c = load<u32>(nodes + <usize>c * NODE, 4)) {
+    const w0 = load<u32>(nodes + <usize>c * NODE);
+    if ((w0 >>> 8) - 1 + nodeHeight(c) <= tr) continue; // no token below has more than tr bytes
+    const v = textNext(u, w0 & 0xff);
+    if (v == U8_STATES) continue; // an exit (text-exits.ts)
+    const n = u == 0 ? count + 1 : count;
+    if (n <= tr) {
+      beyondBelow(c, v, n, tr);
+      continue;
+    }
+    if (beyondN == beyondCap) {
+      beyondCap = beyondCap == 0 ? 64 : beyondCap << 1;
+      beyondBuf = beyondBuf == 0 ? heap.alloc(<usize>beyondCap << 2) : heap.realloc(beyondBuf, <usize>beyondCap << 2);
+    }
+    store<u32>(beyondBuf + (<usize>beyondN << 2), c);
+    beyondN++;
+  }
 }
 
 /** Per state: 0 not known yet, 1 its text run does not end dead, 2 it does (`runEndsDead`). */
@@ -294,9 +459,11 @@ function pdaVocabInit(): void {
   readsCls = heap.alloc(<usize>hdr(H_NCLASSES));
   plainRunPtr = allocZero(ns);
   textRunPtr = allocZero(ns);
-  deadEndPtr = allocZero(ns);
   textMap = heap.alloc(<usize>U8_STATES << 2);
-  runStates = heap.alloc(<usize>(RUN_LOOP + 1) << 2);
+  runStates = heap.alloc(256 << 2);
+  deadEndPtr = allocZero(ns);
+  loopsPtr = allocZero(ns);
+  pathAt = heap.alloc((<usize>maxDepth + 1) << 2);
   frontCap = 256;
   frontScratch = heap.alloc(<usize>frontCap << 2);
   pairScratch = heap.alloc(maskBytes);
@@ -594,28 +761,44 @@ function pdaSummarize(q: u32): void {
   rejN = 0;
   let maxc: u32 = 1;
   let nf: u32 = 0;
-  // A length-bounded string with tr characters left: its text tokens are decided by their length
-  // alone, then all at once (text-lengths.ts). The walk goes only below the root's text exits
-  // (text-exits.ts) whose text path is no longer than tr, each from the state the path leads to;
-  // the rest is noted as rejected, and the allowed text tokens are OR-ed in at the end. A state
-  // that reads any text character back to itself (a string's inside) walks below its exits too, and
-  // allows the rest. An exit's subtree is memoized as a root child's is (what a string's closing
-  // quote leads to is walked once, not again for each position of the string).
+  // A text run of tr characters (a length-bounded string's position, tr characters left in it or
+  // in its block): its text tokens of at most tr characters are allowed, all at once
+  // (text-lengths.ts). The walk goes only below the root's text exits (text-exits.ts) whose text
+  // path is no longer than tr, each from the run's state where the path ends, and, unless the run
+  // ends in a state that reads no text (`runEndsDead`), below the nodes where a text path goes past
+  // the run (`beyondFind`; a run shorter than BEYOND_MIN that does not end dead is walked the whole
+  // way), from the run's last state; the rest is noted as rejected, and the allowed text tokens are
+  // OR-ed in at the end. A run that loops (a string's inside) walks below its exits too, and allows the rest.
+  // An exit's subtree is memoized as a root child's is (what a string's closing quote leads to is
+  // walked once, not again for each position of the string).
   const tr = textRun(q);
-  const lengths = tr != 0 && tr < RUN_LOOP && runEndsDead(q, tr);
-  if (lengths) textLengthsInit();
-  const loop = tr == RUN_LOOP && plainSuccessor(transBase, q) == q;
-  let xs: usize = 0; // the exits walked below, or 0: the whole trie
-  let xn: u32 = 0;
-  let xk: u32 = 0;
-  let segStart: u32 = 0; // the exit whose subtree is being walked, and the end of that subtree
-  let segEnd: u32 = 1;
+  const dead = tr != 0 && tr < RUN_LOOP && runEndsDead(q, tr);
+  const lengths = dead || (tr >= BEYOND_MIN && tr < RUN_LOOP);
+  const loop = tr == RUN_LOOP;
+  xs = 0;
+  beyondN = 0;
+  segStart = 0;
+  segEnd = 1;
   if (lengths || loop) {
-    xs = rootExits();
+    xs = exitsOf(0);
     xn = load<u32>(xs);
+    xk = 0;
+    xAfter = nNodes;
+    xLen = lengths;
+    xRun = !textLoops(q);
+    xBase = 0;
+    xLoop = q;
+    xStack = SYM_BASE;
     store<u32>(runStates, q);
     runStatesN = 1;
+    if (lengths) {
+      textLengthsInit();
+      if (!dead) beyondFind(tr);
+    }
   }
+  let bk: u32 = 0; // the next of the nodes past the run
+  let pend: usize = 0; // the next exit whose path is alive and whose byte its state takes, and that state
+  let pendS: u32 = 0;
   const n = nNodes;
   const rootText = tr;
   const rootPlain = plainRun(q);
@@ -625,26 +808,40 @@ function pdaSummarize(q: u32): void {
       // The next exit whose text path is alive and whose byte the state there takes (the others
       // are rejected: in the gaps, or by their ids), its walk set one pair at the depth above it.
       if (recEnd != 0 && i >= recEnd) finishSummaryRec(nf);
-      let e: usize = 0;
-      let s: u32 = 0;
-      while (xk < xn) {
+      while (pend == 0 && xk < xn) {
         const x = xs + 4 + <usize>xk * EXIT_BYTES;
         xk++;
         const info = load<u32>(x, 4);
         const count = info & 0xff;
-        if (lengths && count > tr) continue;
-        s = exitState(loop ? q : runState(count - ((info & 0xff00) != 0 ? 1 : 0)), x);
+        if (xLen && count > tr) continue; // past the run: below a node of beyondBuf
+        const s = exitState(xRun ? runState(count - xBase - ((info & 0xff00) != 0 ? 1 : 0)) : xLoop, x);
         if (<u32>load<u16>(transBase + ((<usize>(s * hdr(H_NCLASSES) + <u32>load<u8>(region(H_CLASSMAP) + <usize>(info >>> 16)))) << 1)) == NONE16) {
-          if (!lengths) rejAdd(load<u32>(x, 12), load<u32>(x, 16));
+          if (!xLen) rejAdd(load<u32>(x, 12), load<u32>(x, 16));
           continue;
         }
-        e = x;
-        break;
+        pend = x;
+        pendS = s;
       }
-      const at = e != 0 ? load<u32>(e) : n;
-      if (lengths) rejAdd(trieId(segEnd), e != 0 ? load<u32>(e, 12) : trieId(n));
-      i = at;
-      if (e == 0) break;
+      const en = pend != 0 ? load<u32>(pend) : 0xffffffff;
+      const bn = bk < beyondN ? load<u32>(beyondBuf + (<usize>bk << 2)) : 0xffffffff;
+      if (en == 0xffffffff && bn == 0xffffffff) {
+        if (xLen) rejAdd(trieId(segEnd), trieId(xAfter));
+        i = xAfter;
+        xs = 0;
+        segStart = 0;
+        continue;
+      }
+      let s: u32;
+      if (bn < en) {
+        i = bn;
+        bk++;
+        s = runState(tr);
+      } else {
+        i = en;
+        s = pendS;
+        pend = 0;
+      }
+      if (xLen) rejAdd(trieId(segEnd), trieId(i));
       segStart = i;
       segEnd = load<u32>(nodes + <usize>i * NODE, 4);
       const de = <usize>(load<u32>(nodes + <usize>i * NODE) >>> 8) - 1;
@@ -652,8 +849,8 @@ function pdaSummarize(q: u32): void {
         const set = sets + de * SET_BYTES;
         store<u32>(set, 1);
         store<u32>(set, 0, 4);
-        store<u64>(set, (<u64>s << 32) | <u64>SYM_BASE, 8);
-        store<u64>(walkOne + (de << 3), (<u64>s << 32) | <u64>SYM_BASE);
+        store<u64>(set, (<u64>s << 32) | <u64>xStack, 8);
+        store<u64>(walkOne + (de << 3), (<u64>s << 32) | <u64>xStack);
       }
     }
     if (i >= n) break;
@@ -672,6 +869,8 @@ function pdaSummarize(q: u32): void {
         continue;
       }
       if (t != FAST_NO) {
+        store<u32>(pathAt + (d << 2), i);
+        if (t == FAST_EXITS && xs == 0) enterExits(i, d);
         i++;
         continue;
       }
@@ -683,8 +882,9 @@ function pdaSummarize(q: u32): void {
     }
     const dst = sets + d * SET_BYTES;
     const ns0 = needSeen;
-    // A root child or an exit: its subtree from a single (t, SYM_BASE) pair is memoized.
-    const memoHere = d == 1 || i == segStart;
+    // A root child or an exit: its subtree from a single (t, SYM_BASE) pair is memoized (an exit's
+    // not while a root child's subtree around it is being recorded).
+    const memoHere = d == 1 || (i == segStart && recEnd == 0);
     if (memoHere) setNeedSeen(0);
     const c = pdaStep(sets + (d - 1) * SET_BYTES, nodeClass(w0), dst);
     walkNote(d, c, dst);
@@ -731,6 +931,11 @@ function pdaSummarize(q: u32): void {
     if (load<u32>(dst) == 0) {
       i = rejSubtree(p);
       continue;
+    }
+    store<u32>(pathAt + (d << 2), i);
+    if (xs == 0) {
+      const x = load<u64>(walkOne + (d << 3));
+      if (x != NO_PAIR && exitsFit(i, <u32>(x >>> 32))) enterExits(i, d);
     }
     i++;
   }

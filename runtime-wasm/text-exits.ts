@@ -11,8 +11,11 @@
  * summary walked those 8,000 nodes again for each position of a length-bounded string (~290 µs);
  * with the list it walks only below the exits (pushdown-masks.ts `pdaSummarize`).
  *
- * The list is made once per instance, on first use, by a walk that skips the subtrees of text
- * tokens (vocab.ts `textNode`). Entry k (EXIT_BYTES, in trie order): u32 the exit's node; u32 the
+ * The same holds below any node whose byte is ASCII (a walk's pair may come to a string's inside
+ * there: after the opening quote of a value, after the first letter of a name no property has),
+ * for the text paths from it: below such an anchor, the exits of a node on a path of plain ASCII
+ * from it are the anchor's exits in the node's subtree. Each list is made once per instance, on
+ * first use, by a walk that skips the subtrees of text tokens (vocab.ts `textNode`). Entry k (EXIT_BYTES, in trie order): u32 the exit's node; u32 the
  * characters of the text path above it (a started one counts, as in text-lengths.ts; at most 255)
  * | the bytes of a started character << 8 | the exit's own byte << 16; u32 those bytes (at most 3,
  * the first in the low byte); u32 a, b: the trie ids of its subtree, [a, b). A walk reads the
@@ -26,25 +29,86 @@ import { NODE, U8_STATES, nodesPtr, textNext, textNode } from "./vocab";
 // @ts-ignore: decorator
 @inline export const EXIT_BYTES: usize = 20;
 
-/** The root's exits: u32 n, then n entries (see above). 0 until made. */
-let exitsPtr: usize = 0;
-let exitsN: u32 = 0;
-let exitsCap: u32 = 0;
+/** Exit lists by anchor node (key + 1, 0: free) and their addresses; 0 until the first. */
+let mapKeys: usize = 0;
+let mapVals: usize = 0;
+let mapSlots: u32 = 0;
+let mapCount: u32 = 0;
+/** The list being made. */
+let buf: usize = 0;
+let bufN: u32 = 0;
+let bufCap: u32 = 0;
 
 /** The root's exit list (made on first use). */
 export function rootExits(): usize {
-  if (exitsPtr != 0) return exitsPtr;
-  exitsCap = 1024;
-  exitsPtr = heap.alloc(4 + <usize>exitsCap * EXIT_BYTES);
-  exitsN = 0;
-  exitsBelow(0, 0, 0, 0, 0);
-  store<u32>(exitsPtr, exitsN);
-  return exitsPtr;
+  return exitsOf(0);
 }
 
 /**
- * Add the exits below node g, whose text path from the root has `count` characters and leaves the
- * UTF-8 reader in state u, after the `np` bytes `pb` of a started character.
+ * The exits below node a, from the reader between characters after it (the root, or a node of an
+ * ASCII byte): u32 n, then n entries (made on first use, kept).
+ */
+export function exitsOf(a: u32): usize {
+  if (mapSlots == 0) mapGrow(64);
+  let pos = (a * 0x9e3779b1) & (mapSlots - 1);
+  for (;;) {
+    const k = load<u32>(mapKeys + (<usize>pos << 2));
+    if (k == 0) break;
+    if (k == a + 1) return <usize>load<u32>(mapVals + (<usize>pos << 2));
+    pos = (pos + 1) & (mapSlots - 1);
+  }
+  if (bufCap == 0) {
+    bufCap = 1024;
+    buf = heap.alloc(<usize>bufCap * EXIT_BYTES);
+  }
+  bufN = 0;
+  exitsBelow(a, 0, 0, 0, 0);
+  const list = heap.alloc(4 + <usize>bufN * EXIT_BYTES);
+  store<u32>(list, bufN);
+  memory.copy(list + 4, buf, <usize>bufN * EXIT_BYTES);
+  store<u32>(mapKeys + (<usize>pos << 2), a + 1);
+  store<u32>(mapVals + (<usize>pos << 2), <u32>list);
+  if (++mapCount * 2 > mapSlots) mapGrow(mapSlots << 1);
+  return list;
+}
+
+/** The first entry of `list` whose node is at least `node` (entries are in trie order). */
+export function exitFrom(list: usize, node: u32): u32 {
+  let lo: u32 = 0;
+  let hi = load<u32>(list);
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (load<u32>(list + 4 + <usize>mid * EXIT_BYTES) < node) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function mapGrow(slots: u32): void {
+  const oldKeys = mapKeys;
+  const oldVals = mapVals;
+  const old = mapSlots;
+  mapKeys = heap.alloc(<usize>slots << 2);
+  memory.fill(mapKeys, 0, <usize>slots << 2);
+  mapVals = heap.alloc(<usize>slots << 2);
+  mapSlots = slots;
+  for (let j: u32 = 0; j < old; j++) {
+    const k = load<u32>(oldKeys + (<usize>j << 2));
+    if (k == 0) continue;
+    let pos = ((k - 1) * 0x9e3779b1) & (slots - 1);
+    while (load<u32>(mapKeys + (<usize>pos << 2)) != 0) pos = (pos + 1) & (slots - 1);
+    store<u32>(mapKeys + (<usize>pos << 2), k);
+    store<u32>(mapVals + (<usize>pos << 2), load<u32>(oldVals + (<usize>j << 2)));
+  }
+  if (old != 0) {
+    heap.free(oldKeys);
+    heap.free(oldVals);
+  }
+}
+
+/**
+ * Add the exits below node g, whose text path from the list's anchor has `count` characters and
+ * leaves the UTF-8 reader in state u, after the `np` bytes `pb` of a started character.
  */
 function exitsBelow(g: u32, u: u32, count: u32, np: u32, pb: u32): void {
   const nodes = nodesPtr;
@@ -64,16 +128,16 @@ function exitsBelow(g: u32, u: u32, count: u32, np: u32, pb: u32): void {
 }
 
 function exitAdd(node: u32, info: u32, pb: u32): void {
-  if (exitsN == exitsCap) {
-    exitsCap <<= 1;
-    exitsPtr = heap.realloc(exitsPtr, 4 + <usize>exitsCap * EXIT_BYTES);
+  if (bufN == bufCap) {
+    bufCap <<= 1;
+    buf = heap.realloc(buf, <usize>bufCap * EXIT_BYTES);
   }
-  const e = exitsPtr + 4 + <usize>exitsN * EXIT_BYTES;
+  const e = buf + <usize>bufN * EXIT_BYTES;
   const nodes = nodesPtr;
   store<u32>(e, node);
   store<u32>(e, info, 4);
   store<u32>(e, pb, 8);
   store<u32>(e, load<u32>(nodes + <usize>node * NODE, 8), 12);
   store<u32>(e, load<u32>(nodes + <usize>load<u32>(nodes + <usize>node * NODE, 4) * NODE, 8), 16);
-  exitsN++;
+  bufN++;
 }

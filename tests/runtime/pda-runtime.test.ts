@@ -494,6 +494,30 @@ describe("pushdown masks equal a brute-force PdaRunner walk (real vocabularies)"
     spec.dispose();
   }, 120_000);
 
+  it("text exits below a node and past a run: a value's opening quote into a bounded string, and tokens longer than a 64-character block of a longer one", async () => {
+    // Below a node where the pair comes into a text run as long as the node's tallest token (here
+    // the quote, whose tokens go to 20 characters), the walk goes only below the node's exits, each
+    // from the run's state where its path ends; a run one shorter than that is walked node by node.
+    // A block of a long string ends in the next block's first state: tokens longer than what is left
+    // of the block are walked from there (every length of 'a' up to 130 is a token).
+    const schema = {
+      type: "object", required: ["s", "t", "u"],
+      properties: { s: { type: "string", maxLength: 300 }, t: { type: "string", maxLength: 19 }, u: { type: "string", maxLength: 20 } },
+    };
+    const { gbnf, called } = jsonSchemaToGbnf(schema, "past.schema.json");
+    const g = grammar("past-schema.gbnf", gbnf, called);
+    const toks: (Uint8Array | null)[] = Array.from({ length: 256 }, (_, b) => Uint8Array.of(b));
+    for (const ch of "abcd") for (let k = 1; k <= 20; k++) toks.push(enc.encode(`"${ch.repeat(k)}`));
+    for (let k = 2; k <= 130; k++) toks.push(enc.encode("a".repeat(k)));
+    for (let k = 1; k <= 70; k++) toks.push(enc.encode(`${"a".repeat(k)}"`));
+    toks.push(null);
+    const vocab = Vocabulary.fromTokenBytes(toks, { eos: [toks.length - 1] });
+    const spec = await Spec.load(g.wasm, { vocab });
+    const doc = `{"s": "${"a".repeat(290)}", "t": "${"b".repeat(19)}", "u": "${"c".repeat(20)}"}`;
+    expect(checkEveryToken(spec, g, vocab, doc)).toBeGreaterThanOrEqual(30);
+    spec.dispose();
+  }, 120_000);
+
   it("one summary, many continuations: a called string or number ended in objects, arrays and keys (escape tables), and strings sharing the end of one longer than a run (exact runs), on Llama 3", async () => {
     // A pair's mask walks its state's frontier from what popping the pair's stack node gives
     // (pushdown-masks.ts `escapeWalks`): the table of the frontier nodes' children is built once per
