@@ -84,6 +84,10 @@ export interface SpecExports {
   text_counts?(): number;
   /** Room for kept text counts; absent in older runtimes. */
   text_counts_install?(): number;
+  /** The root's text exits, to keep (docs/abi.md, "Text exits"); absent in older runtimes. */
+  text_exits?(): number;
+  /** Room for kept text exits; absent in older runtimes. */
+  text_exits_install?(n: number): number;
   vocab_size(): number;
   vocab_max_depth(): number;
   mask_words(): number;
@@ -347,6 +351,8 @@ interface TrieCache {
   summaries?: Map<string, Summary>;
   /** Per-token text counts a disposed spec made (runtime-wasm/text-lengths.ts: one pass over every token's bytes). */
   textCounts?: Uint8Array;
+  /** The root's text exits a disposed spec made (runtime-wasm/text-exits.ts: u32 n, then n entries of 20 bytes). */
+  textExits?: Uint8Array;
 }
 const tries = new WeakMap<VocabularySource, Map<number, TrieCache>>();
 
@@ -633,6 +639,9 @@ export class Spec {
       // The text counts another spec of the vocabulary made (its length-bounded strings' masks).
       const at = c.textCounts && exports.text_counts_install ? exports.text_counts_install() : 0;
       if (at !== 0) new Uint8Array(exports.memory.buffer, at, c.textCounts!.length).set(c.textCounts!);
+      // And the root's text exits (what a string's inside walks below).
+      const ex = c.textExits && exports.text_exits_install ? exports.text_exits_install((c.textExits.length - 4) / 20) : 0;
+      if (ex !== 0) new Uint8Array(exports.memory.buffer, ex, c.textExits!.length).set(c.textExits!);
     }
     if (vocab && opts.precompute) spec.precompute();
     return spec;
@@ -656,6 +665,8 @@ export class Spec {
       keepSummaries(this.ex, () => this.summaryKeys(), (c.summaries ??= new Map()));
       const at = c.textCounts ? 0 : (this.ex.text_counts?.() ?? 0);
       if (at !== 0) c.textCounts = new Uint8Array(this.ex.memory.buffer, at, this.vocabSize).slice();
+      const ex = c.textExits ? 0 : (this.ex.text_exits?.() ?? 0);
+      if (ex !== 0) c.textExits = new Uint8Array(this.ex.memory.buffer, ex, 4 + 20 * new Uint32Array(this.ex.memory.buffer, ex, 1)[0]!).slice();
     }
     this.ex = DISPOSED;
     this.views.length = 0;

@@ -95,3 +95,4 @@ export {
 
 export { sym_get, sym_install } from "./pushdown-masks";
 export { text_counts, text_counts_install } from "./text-lengths";
+export { text_exits, text_exits_install } from "./text-exits";

@@ -15,7 +15,10 @@
  * there: after the opening quote of a value, after the first letter of a name no property has),
  * for the text paths from it: below such an anchor, the exits of a node on a path of plain ASCII
  * from it are the anchor's exits in the node's subtree. Each list is made once per instance, on
- * first use, by a walk that skips the subtrees of text tokens (vocab.ts `textNode`). Entry k (EXIT_BYTES, in trie order): u32 the exit's node; u32 the
+ * first use, by a walk that skips the subtrees of text tokens (vocab.ts `textNode`). The root's, the
+ * one most walks use (~7,500 nodes looked at on Llama 3), depends on the vocabulary alone: a host
+ * keeps it from one instance for the next (`text_exits`, `text_exits_install`: docs/abi.md, "Text
+ * exits"). Entry k (EXIT_BYTES, in trie order): u32 the exit's node; u32 the
  * characters of the text path above it (a started one counts, as in text-lengths.ts; at most 255)
  * | the bytes of a started character << 8 | the exit's own byte << 16; u32 those bytes (at most 3,
  * the first in the low byte); u32 a, b: the trie ids of its subtree, [a, b). A walk reads the
@@ -23,7 +26,7 @@
  * which a string's inside refuses).
  */
 
-import { NODE, U8_STATES, nodesPtr, textNext, textNode } from "./vocab";
+import { NODE, U8_STATES, nNodes, nodesPtr, textNext, textNode, vocabPhase } from "./vocab";
 
 /** The bytes of an exit entry. */
 // @ts-ignore: decorator
@@ -39,9 +42,50 @@ let buf: usize = 0;
 let bufN: u32 = 0;
 let bufCap: u32 = 0;
 
-/** The root's exit list (made on first use). */
-export function rootExits(): usize {
-  return exitsOf(0);
+/** The root's list as another instance of the vocabulary made it, not checked yet (`text_exits_install`), or 0. */
+let installed: usize = 0;
+let installedN: u32 = 0;
+
+/** The address of the root's exit list (u32 n, then n entries), made by this instance or installed; 0 while there is none. */
+export function text_exits(): i32 {
+  if (installed != 0) rootChecked();
+  return mapSlots == 0 ? 0 : <i32>mapGet(0);
+}
+
+/**
+ * Room for the root's exit list of n entries another instance of the same vocabulary made
+ * (`text_exits`), for the host to write u32 n and the entries before the next mask: its address, or
+ * 0 (no vocabulary yet, this instance has the list already, or n is more than the trie has nodes).
+ * The list is checked on first use (nodes in trie order and in the trie, trie ids in order and in
+ * their node's subtree, at most 3 bytes of a started character) and made again when it fails: a list
+ * that is not the vocabulary's gives wrong masks, never an access outside the module's memory.
+ */
+export function text_exits_install(n: i32): i32 {
+  if (vocabPhase != 2 || installed != 0 || (mapSlots != 0 && mapGet(0) != 0) || n < 0 || <u32>n > nNodes) return 0;
+  installed = heap.alloc(4 + <usize>n * EXIT_BYTES);
+  installedN = <u32>n;
+  return <i32>installed;
+}
+
+/** The list at `installed`, checked, as the root's, or made again. */
+function rootChecked(): void {
+  const list = installed;
+  installed = 0;
+  const n = load<u32>(list);
+  const nodes = nodesPtr;
+  let last: u32 = 0;
+  let ok = n == installedN;
+  for (let k: u32 = 0; k < n && ok; k++) {
+    const e = list + 4 + <usize>k * EXIT_BYTES;
+    const node = load<u32>(e);
+    ok = node > last && node < nNodes && ((load<u32>(e, 4) >>> 8) & 0xff) <= 3 && (load<u32>(e, 4) >>> 24) == 0 &&
+      load<u32>(e, 12) == load<u32>(nodes + <usize>node * NODE, 8) &&
+      load<u32>(e, 16) == load<u32>(nodes + <usize>load<u32>(nodes + <usize>node * NODE, 4) * NODE, 8);
+    last = node;
+  }
+  if (!ok) return; // made again on first use
+  if (mapSlots == 0) mapGrow(64);
+  mapPut(0, list);
 }
 
 /**
@@ -49,14 +93,10 @@ export function rootExits(): usize {
  * ASCII byte): u32 n, then n entries (made on first use, kept).
  */
 export function exitsOf(a: u32): usize {
+  if (installed != 0) rootChecked();
   if (mapSlots == 0) mapGrow(64);
-  let pos = (a * 0x9e3779b1) & (mapSlots - 1);
-  for (;;) {
-    const k = load<u32>(mapKeys + (<usize>pos << 2));
-    if (k == 0) break;
-    if (k == a + 1) return <usize>load<u32>(mapVals + (<usize>pos << 2));
-    pos = (pos + 1) & (mapSlots - 1);
-  }
+  const got = mapGet(a);
+  if (got != 0) return got;
   if (bufCap == 0) {
     bufCap = 1024;
     buf = heap.alloc(<usize>bufCap * EXIT_BYTES);
@@ -66,10 +106,28 @@ export function exitsOf(a: u32): usize {
   const list = heap.alloc(4 + <usize>bufN * EXIT_BYTES);
   store<u32>(list, bufN);
   memory.copy(list + 4, buf, <usize>bufN * EXIT_BYTES);
+  mapPut(a, list);
+  return list;
+}
+
+/** The list of anchor a, or 0. */
+function mapGet(a: u32): usize {
+  let pos = (a * 0x9e3779b1) & (mapSlots - 1);
+  let k = load<u32>(mapKeys + (<usize>pos << 2));
+  while (k != 0 && k != a + 1) {
+    pos = (pos + 1) & (mapSlots - 1);
+    k = load<u32>(mapKeys + (<usize>pos << 2));
+  }
+  return k == 0 ? 0 : <usize>load<u32>(mapVals + (<usize>pos << 2));
+}
+
+/** Note `list` as anchor a's (not in the map yet). */
+function mapPut(a: u32, list: usize): void {
+  let pos = (a * 0x9e3779b1) & (mapSlots - 1);
+  while (load<u32>(mapKeys + (<usize>pos << 2)) != 0) pos = (pos + 1) & (mapSlots - 1);
   store<u32>(mapKeys + (<usize>pos << 2), a + 1);
   store<u32>(mapVals + (<usize>pos << 2), <u32>list);
   if (++mapCount * 2 > mapSlots) mapGrow(mapSlots << 1);
-  return list;
 }
 
 /** The first entry of `list` whose node is at least `node` (entries are in trie order). */

@@ -494,6 +494,41 @@ describe("pushdown masks equal a brute-force PdaRunner walk (real vocabularies)"
     spec.dispose();
   }, 120_000);
 
+  it("the root's text exits are kept from a disposed spec for the next of its vocabulary, and a list that is not the vocabulary's is made again", async () => {
+    const schema = { type: "object", required: ["a"], properties: { a: { type: "string" }, b: { type: "string", maxLength: 30 } } };
+    const { gbnf, called } = jsonSchemaToGbnf(schema, "kept.schema.json");
+    const g = grammar("kept-exits.gbnf", gbnf, called);
+    const vocab = Vocabulary.fromTokenizerJsonObject(loadTokenizerJson("llama3_1")); // its own: nothing kept yet
+    const doc = '{"a": "tab\\there \\"x\\"", "b": "say \\"hi\\" é"}';
+    const first = await Spec.load(g.wasm, { vocab });
+    expect(first.exports.text_exits!()).toBe(0);
+    let checked = checkEveryToken(first, g, vocab, doc);
+    const at = first.exports.text_exits!();
+    expect(at).not.toBe(0); // made by the first summary of a string's inside
+    const n = new Uint32Array(first.exports.memory.buffer, at, 1)[0]!;
+    expect(n).toBeGreaterThan(1000); // Llama 3's quotes, backslashes, control bytes after text
+    first.dispose();
+    // The next spec has it at load, and its masks are the same.
+    const next = await Spec.load(g.wasm, { vocab });
+    const kept = next.exports.text_exits!();
+    expect(kept).not.toBe(0);
+    expect(new Uint32Array(next.exports.memory.buffer, kept, 1)[0]).toBe(n);
+    checked += checkEveryToken(next, g, vocab, doc);
+    next.dispose();
+    // A list that does not fit the trie (an entry's node moved) is dropped on first use and made again.
+    const bad = await Spec.load(g.wasm, { vocab: Vocabulary.fromTokenizerJsonObject(loadTokenizerJson("llama3_1")) });
+    const room = bad.exports.text_exits_install!(n);
+    expect(room).not.toBe(0);
+    const words = new Uint32Array(bad.exports.memory.buffer, room, 1 + 5 * n);
+    words[0] = n;
+    for (let k = 0; k < n; k++) words[1 + 5 * k] = k + 1; // nodes 1..n: in order, but not the exits
+    expect(bad.exports.text_exits!()).toBe(0); // checked and dropped
+    checked += checkEveryToken(bad, g, vocab, doc);
+    expect(bad.exports.text_exits!()).not.toBe(0);
+    bad.dispose();
+    expect(checked).toBeGreaterThanOrEqual(30);
+  }, 240_000);
+
   it("text exits below a node and past a run: a value's opening quote into a bounded string, and tokens longer than a 64-character block of a longer one", async () => {
     // Below a node where the pair comes into a text run as long as the node's tallest token (here
     // the quote, whose tokens go to 20 characters), the walk goes only below the node's exits, each
