@@ -774,7 +774,9 @@ function pdaSummarize(q: u32): void {
   const tr = textRun(q);
   const dead = tr != 0 && tr < RUN_LOOP && runEndsDead(q, tr);
   const lengths = dead || (tr >= BEYOND_MIN && tr < RUN_LOOP);
-  const loop = tr == RUN_LOOP;
+  // (A run that loops through several states takes each exit's state from its count, kept up to
+  // 255: only where no token is that long.)
+  const loop = tr == RUN_LOOP && (textLoops(q) || maxDepth < 255);
   xs = 0;
   beyondN = 0;
   segStart = 0;
