@@ -355,6 +355,8 @@ interface TrieCache {
   textExits?: Uint8Array;
 }
 const tries = new WeakMap<VocabularySource, Map<number, TrieCache>>();
+/** The bytes of one entry of a text-exit list (docs/abi.md, "Text exits"). */
+const EXIT_ENTRY_BYTES = 20;
 
 function trieCache(vocab: VocabularySource, vocabSize: number): TrieCache {
   let byVocab = tries.get(vocab);
@@ -640,7 +642,7 @@ export class Spec {
       const at = c.textCounts && exports.text_counts_install ? exports.text_counts_install() : 0;
       if (at !== 0) new Uint8Array(exports.memory.buffer, at, c.textCounts!.length).set(c.textCounts!);
       // And the root's text exits (what a string's inside walks below).
-      const ex = c.textExits && exports.text_exits_install ? exports.text_exits_install((c.textExits.length - 4) / 20) : 0;
+      const ex = c.textExits && exports.text_exits_install ? exports.text_exits_install((c.textExits.length - 4) / EXIT_ENTRY_BYTES) : 0;
       if (ex !== 0) new Uint8Array(exports.memory.buffer, ex, c.textExits!.length).set(c.textExits!);
     }
     if (vocab && opts.precompute) spec.precompute();
@@ -666,7 +668,7 @@ export class Spec {
       const at = c.textCounts ? 0 : (this.ex.text_counts?.() ?? 0);
       if (at !== 0) c.textCounts = new Uint8Array(this.ex.memory.buffer, at, this.vocabSize).slice();
       const ex = c.textExits ? 0 : (this.ex.text_exits?.() ?? 0);
-      if (ex !== 0) c.textExits = new Uint8Array(this.ex.memory.buffer, ex, 4 + 20 * new Uint32Array(this.ex.memory.buffer, ex, 1)[0]!).slice();
+      if (ex !== 0) c.textExits = new Uint8Array(this.ex.memory.buffer, ex, 4 + EXIT_ENTRY_BYTES * new Uint32Array(this.ex.memory.buffer, ex, 1)[0]!).slice();
     }
     this.ex = DISPOSED;
     this.views.length = 0;

@@ -320,16 +320,17 @@ function runState(k: u32): u32 {
   return load<u32>(runStates + (<usize>k << 2));
 }
 
+/** State s's transition on byte b (NONE16: none). */
+// @ts-ignore: decorator
+@inline function byteStep(s: u32, b: u32): u32 {
+  return <u32>load<u16>(transBase + ((<usize>(s * hdr(H_NCLASSES) + <u32>load<u8>(region(H_CLASSMAP) + <usize>b))) << 1));
+}
+
 /** The state after the started character of exit `e` (text-exits.ts) from s, between characters. */
 function exitState(s: u32, e: usize): u32 {
   const np = (load<u32>(e, 4) >>> 8) & 0xff;
-  if (np == 0) return s;
-  const nc = hdr(H_NCLASSES);
-  const classmap = region(H_CLASSMAP);
   const pb = load<u32>(e, 8);
-  for (let j: u32 = 0; j < np; j++) {
-    s = <u32>load<u16>(transBase + ((<usize>(s * nc + <u32>load<u8>(classmap + <usize>((pb >>> (j << 3)) & 0xff)))) << 1));
-  }
+  for (let j: u32 = 0; j < np; j++) s = byteStep(s, (pb >>> (j << 3)) & 0xff);
   return s;
 }
 
@@ -817,7 +818,7 @@ function pdaSummarize(q: u32): void {
         const count = info & 0xff;
         if (xLen && count > tr) continue; // past the run: below a node of beyondBuf
         const s = exitState(xRun ? runState(count - xBase - ((info & 0xff00) != 0 ? 1 : 0)) : xLoop, x);
-        if (<u32>load<u16>(transBase + ((<usize>(s * hdr(H_NCLASSES) + <u32>load<u8>(region(H_CLASSMAP) + <usize>(info >>> 16)))) << 1)) == NONE16) {
+        if (byteStep(s, info >>> 16) == NONE16) {
           if (!xLen) rejAdd(load<u32>(x, 12), load<u32>(x, 16));
           continue;
         }

@@ -83,9 +83,7 @@ function rootChecked(): void {
       load<u32>(e, 16) == load<u32>(nodes + <usize>load<u32>(nodes + <usize>node * NODE, 4) * NODE, 8);
     last = node;
   }
-  if (!ok) return; // made again on first use
-  if (mapSlots == 0) mapGrow(64);
-  mapPut(0, list);
+  if (ok) mapPut(0, list); // else made again on first use
 }
 
 /**
@@ -94,7 +92,6 @@ function rootChecked(): void {
  */
 export function exitsOf(a: u32): usize {
   if (installed != 0) rootChecked();
-  if (mapSlots == 0) mapGrow(64);
   const got = mapGet(a);
   if (got != 0) return got;
   if (bufCap == 0) {
@@ -110,23 +107,29 @@ export function exitsOf(a: u32): usize {
   return list;
 }
 
-/** The list of anchor a, or 0. */
-function mapGet(a: u32): usize {
+/** The slot of anchor a: its own, or the free one where it would go (the map is made on first use). */
+function slotOf(a: u32): usize {
+  if (mapSlots == 0) mapGrow(64);
   let pos = (a * 0x9e3779b1) & (mapSlots - 1);
   let k = load<u32>(mapKeys + (<usize>pos << 2));
   while (k != 0 && k != a + 1) {
     pos = (pos + 1) & (mapSlots - 1);
     k = load<u32>(mapKeys + (<usize>pos << 2));
   }
-  return k == 0 ? 0 : <usize>load<u32>(mapVals + (<usize>pos << 2));
+  return <usize>pos << 2;
+}
+
+/** The list of anchor a, or 0. */
+function mapGet(a: u32): usize {
+  const at = slotOf(a);
+  return load<u32>(mapKeys + at) == 0 ? 0 : <usize>load<u32>(mapVals + at);
 }
 
 /** Note `list` as anchor a's (not in the map yet). */
 function mapPut(a: u32, list: usize): void {
-  let pos = (a * 0x9e3779b1) & (mapSlots - 1);
-  while (load<u32>(mapKeys + (<usize>pos << 2)) != 0) pos = (pos + 1) & (mapSlots - 1);
-  store<u32>(mapKeys + (<usize>pos << 2), a + 1);
-  store<u32>(mapVals + (<usize>pos << 2), <u32>list);
+  const at = slotOf(a);
+  store<u32>(mapKeys + at, a + 1);
+  store<u32>(mapVals + at, <u32>list);
   if (++mapCount * 2 > mapSlots) mapGrow(mapSlots << 1);
 }
 
@@ -153,10 +156,9 @@ function mapGrow(slots: u32): void {
   for (let j: u32 = 0; j < old; j++) {
     const k = load<u32>(oldKeys + (<usize>j << 2));
     if (k == 0) continue;
-    let pos = ((k - 1) * 0x9e3779b1) & (slots - 1);
-    while (load<u32>(mapKeys + (<usize>pos << 2)) != 0) pos = (pos + 1) & (slots - 1);
-    store<u32>(mapKeys + (<usize>pos << 2), k);
-    store<u32>(mapVals + (<usize>pos << 2), load<u32>(oldVals + (<usize>j << 2)));
+    const at = slotOf(k - 1);
+    store<u32>(mapKeys + at, k);
+    store<u32>(mapVals + at, load<u32>(oldVals + (<usize>j << 2)));
   }
   if (old != 0) {
     heap.free(oldKeys);
