@@ -1,7 +1,8 @@
 /**
  * Smoke test of the A/B driver (bench/maskbench/ab.ts), so that it does not rot: the same build
  * (dist/, which `npm test` builds first) as A and B, on a few sample schemas, one round. No timing
- * is asserted: only that every stage is reported, and that the two builds' .wasm agree.
+ * is asserted: only that every stage is reported, and that the two builds' .wasm agree. The B/A
+ * ratio may take any number of digits: one round on a busy machine can put it past 10.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -18,7 +19,7 @@ describe("maskbench:ab", () => {
     expect(out).toMatch(/\.wasm differs for 0 of (\d+)/);
     const n = Number(/of (\d+) in the sample that both compile/.exec(out)![1]);
     expect(n).toBeGreaterThan(5);
-    for (const stage of ["convert", "parse", "pda", "emit", "load"]) expect(out).toMatch(new RegExp(`^${stage}\\s+\\d+\\.\\d+\\s+\\d+\\.\\d+\\s+\\d\\.\\d+\\s+[01]/1$`, "m"));
+    for (const stage of ["convert", "parse", "pda", "emit", "load"]) expect(out).toMatch(new RegExp(`^${stage}\\s+\\d+\\.\\d+\\s+\\d+\\.\\d+\\s+\\d+\\.\\d+\\s+[01]/1$`, "m"));
   }, 120_000);
 
   it("--names: the schemas a file lists, all of them", () => {
