@@ -228,7 +228,7 @@ class Converter {
       const late = (name: string) => Number(name.slice(1)) > n0;
       for (const k of [...this.rules.keys()]) if (late(k)) this.rules.delete(k);
       for (const [p, k] of [...this.refRules]) if (late(k)) this.refRules.delete(p);
-      for (const memo of [this.calledStrings, this.objectRules]) for (const [key, k] of [...memo]) if (late(k)) memo.delete(key);
+      for (const memo of [this.calledStrings, this.objectRules, this.trieNodes]) for (const [key, k] of [...memo]) if (late(k)) memo.delete(key);
       for (const k of [...this.called]) if (/^s\d+$/.test(k) && late(k)) this.called.delete(k);
       return null;
     }
@@ -1224,10 +1224,17 @@ class Converter {
       alts.push(`${cls([...x.next.keys()])} ${plain ? "keytailplain" : "keytail"}`);
       if (!plain) alts.push("keyesctail");
       for (const [ch, y] of x.next) alts.push(`${gbnfLit(ch)} ${walk(y)}`);
-      return this.define(alts.join(" | "));
+      // Nodes with the same rest (the same subtree) are one rule, in this trie and every other:
+      // the names of a schema's objects share their endings ("…Version", "…Name"), so the tries
+      // become one minimal acyclic automaton, and the stages after this one read it once.
+      const body = alts.join(" | ");
+      let name = this.trieNodes.get(body);
+      if (name === undefined) this.trieNodes.set(body, (name = this.define(body)));
+      return name;
     };
     return `"\\"" ${walk(root)}`;
   }
+  private readonly trieNodes = new Map<string, string>();
 }
 
 /**

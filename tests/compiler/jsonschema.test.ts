@@ -444,6 +444,22 @@ describe("an object written in many places, and the names an object excludes, ar
       expectAgreesWithAjv(accepts, validator(schema), texts, []);
     }
   });
+
+  it("tries of different names share the nodes of their common endings: no trie node is written twice", async () => {
+    // Three objects, three sets of names (so three tries), with endings in common ("…Version",
+    // "…status", "kind…"); the outer object's names p0…p2 make a fourth.
+    const sets = [["apiVersion", "kind", "status"], ["apiVersion", "kindly", "substatus"], ["schemaVersion", "kind", "status", "spec"]];
+    const schema = { type: "object", properties: Object.fromEntries(sets.map((ns, i) => [`p${i}`, { type: "object", properties: Object.fromEntries(ns.map((n) => [n, { type: "integer" }])) }])) };
+    const g = jsonSchemaToGbnf(JSON.stringify(schema), "a.schema.json");
+    expect(exclusionTries(g).length).toBe(4);
+    const nodes = g.gbnf.split("\n").filter((l) => l.includes("keytail") && /^s\d+ ::= /.test(l)).map((l) => l.split(" ::= ")[1]!);
+    // Written per trie, the 4 tries had 78 nodes (12 of them the same body twice); shared, 38.
+    expect(nodes.length).toBeLessThan(45);
+    expect(new Set(nodes).size).toBe(nodes.length);
+    const { accepts } = await speccOf(schema);
+    const texts = sets.flatMap((ns, i) => [...new Set(sets.flat())].flatMap((n) => [`{"p${i}":{"${n}":1}}`, `{"p${i}":{"${n}":"x"}}`, `{"p${i}":{"${n}s":"x"}}`, `{"p${i}":{"${n.slice(1)}":"x"}}`]));
+    expectAgreesWithAjv(accepts, validator(schema), texts, []);
+  });
 });
 
 describe("separators with their whitespace (colon, comma) are one called machine", () => {
