@@ -10,6 +10,7 @@
  *
  * The pipeline, one file per stage:
  *   lexer.ts (moo) → gbnf.ne (nearley) → parse.ts: AST with spans, syntax errors, portability notes
+ *     (read-generated.ts: the same AST, fast, for text a program wrote; parse.ts where it declines)
  *   → lower.ts: names resolved, EBNF operators desugared, classes compiled to UTF-8 (utf8.ts)
  *   → analyze.ts: unreachable rules (warnings, dropped), rules that never finish (errors)
  *   → left-recursion.ts: rewritten away (default), or rejected, or kept (for the oracle)
@@ -26,6 +27,7 @@ import { Earley, toBytes, type Bytes } from "./earley.js";
 import { leftRecursionErrors, removeLeftRecursion, type LeftRecursionMode } from "./left-recursion.js";
 import { lowerGrammar } from "./lower.js";
 import { parseGrammarAst } from "./parse.js";
+import { readGeneratedGrammar } from "./read-generated.js";
 
 export type { ByteRange, ByteSym, Cfg, CfgLimits, CfgRule, RuleOrigin, RuleSym, Sym } from "./cfg.js";
 export { DEFAULT_LIMITS } from "./cfg.js";
@@ -50,7 +52,10 @@ export interface GrammarOptions {
 
 export function parseGrammar(text: string, file: string, opts: GrammarOptions = {}): Cfg {
   const limits: CfgLimits = { ...DEFAULT_LIMITS, ...opts.limits };
-  const { ast, portability } = parseGrammarAst(file, text, limits.maxNesting);
+  // Text a program wrote (no one reads its warnings) goes through the fast reader first; what it
+  // does not read, parse.ts does, with its diagnostics.
+  const fast = opts.warnings === false ? readGeneratedGrammar(file, text, limits.maxNesting) : null;
+  const { ast, portability } = fast ? { ast: fast, portability: [] } : parseGrammarAst(file, text, limits.maxNesting);
   const lowered = lowerGrammar(ast, opts.start ?? "root", limits);
   const warnings: SpecError[] = [];
   const warn = opts.warnings !== false;

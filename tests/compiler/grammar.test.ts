@@ -27,7 +27,10 @@ import { emitGrammar } from "../../compiler/emit-grammar.js";
 import { grammarByteDfa } from "../../compiler/compile.js";
 import { NameGen } from "../../compiler/grammar/lower.js";
 import { tokenize, type GToken } from "../../compiler/grammar/lexer.js";
-import { parseLL1, parseNearley, type RawRule } from "../../compiler/grammar/parse.js";
+import { parseGrammarAst, parseLL1, parseNearley, type RawRule } from "../../compiler/grammar/parse.js";
+import { readGeneratedGrammar } from "../../compiler/grammar/read-generated.js";
+import type { GrammarAst } from "../../compiler/grammar/ast.js";
+import { fixedSample, loadMaskBench, maskBenchPath } from "../../bench/maskbench/data.js";
 import { jsonSchemaToGbnf } from "../../compiler/jsonschema/index.js";
 import { complementCodePoints, decodeUtf8Sequence, encodeUtf8, normalizeCodePoints, utf8Sequences } from "../../compiler/grammar/utf8.js";
 
@@ -503,6 +506,30 @@ factor ::= [0-9]+ | "(" expr ")" | "-" factor
   });
 });
 
+/**
+ * Grammar texts for the differential parser tests: the examples, the broken fixtures, the peers'
+ * grammar cases, and the JSON Schema front end's output (llama.cpp's schema cases, a small schema).
+ */
+function corpus(): string[] {
+  const peers = join("..", "shared", "peer-suites");
+  const grammars = [...exampleFiles.map(source), ...readdirSync(FIX).map((f) => readFileSync(`${FIX}/${f}`, "utf8"))];
+  for (const f of ["xgrammar-grammar-cases.json", "llamacpp-grammar-cases.json"]) {
+    try {
+      grammars.push(...(JSON.parse(readFileSync(join(peers, f), "utf8")) as { grammar: string }[]).map((c) => c.grammar));
+    } catch { /* ../shared absent: the examples and fixtures still run */ }
+  }
+  try {
+    for (const c of JSON.parse(readFileSync(join(peers, "llamacpp-schema-cases.json"), "utf8")) as { schema: unknown }[]) {
+      try {
+        grammars.push(jsonSchemaToGbnf(c.schema, "s.json").gbnf);
+      } catch { /* a schema the front end refuses */ }
+    }
+  } catch { /* ../shared absent */ }
+  // The JSON Schema front end's own output: the grammars the fast path is for.
+  grammars.push(jsonSchemaToGbnf({ type: "object", properties: { a: { type: "array", items: { type: "string", maxLength: 5 }, maxItems: 3 }, b: { enum: [1, "x", null] } }, required: ["a"] }, "s.json").gbnf);
+  return grammars;
+}
+
 describe("grammar parser fuzz", () => {
   const limits = { maxRepeat: 40, maxSymbols: 20_000, maxRules: 2_000 };
   function outcome(src: string): "ok" | "diagnostic" {
@@ -571,22 +598,7 @@ describe("grammar parser fuzz", () => {
       if (slow) trees++;
       else errors++;
     };
-    const peers = join("..", "shared", "peer-suites");
-    const grammars = [...exampleFiles.map(source), ...readdirSync(FIX).map((f) => readFileSync(`${FIX}/${f}`, "utf8"))];
-    for (const f of ["xgrammar-grammar-cases.json", "llamacpp-grammar-cases.json"]) {
-      try {
-        grammars.push(...(JSON.parse(readFileSync(join(peers, f), "utf8")) as { grammar: string }[]).map((c) => c.grammar));
-      } catch { /* ../shared absent: the examples and fixtures still run */ }
-    }
-    try {
-      for (const c of JSON.parse(readFileSync(join(peers, "llamacpp-schema-cases.json"), "utf8")) as { schema: unknown }[]) {
-        try {
-          grammars.push(jsonSchemaToGbnf(c.schema, "s.json").gbnf);
-        } catch { /* a schema the front end refuses */ }
-      }
-    } catch { /* ../shared absent */ }
-    // The JSON Schema front end's own output: the grammars the fast path is for.
-    grammars.push(jsonSchemaToGbnf({ type: "object", properties: { a: { type: "array", items: { type: "string", maxLength: 5 }, maxItems: 3 }, b: { enum: [1, "x", null] } }, required: ["a"] }, "s.json").gbnf);
+    const grammars = corpus();
     grammars.forEach(same);
     fc.assert(fc.property(fc.array(token, { maxLength: 40 }), (toks) => same(toks.join(" "))), { numRuns: 2000, seed: 43 });
     fc.assert(fc.property(fc.nat(grammars.length - 1), fc.nat(), fc.nat(), (g, at, len) => {
@@ -596,6 +608,48 @@ describe("grammar parser fuzz", () => {
     }), { numRuns: 1500, seed: 44 });
     expect(trees).toBeGreaterThan(300);
     expect(errors).toBeGreaterThan(300);
+  });
+
+  it("the reader of generated grammar gives parse.ts's tree, or declines: always where parse.ts reports an error", () => {
+    let read = 0, declined = 0, errors = 0;
+    const strip = (x: unknown) => JSON.parse(JSON.stringify(x, (k, v) => (k === "span" || k === "nameSpan" || k === "opSpan" ? undefined : v)));
+    const same = (src: string): void => {
+      let slow: GrammarAst | null = null;
+      try {
+        slow = parseGrammarAst("t.gbnf", src, DEFAULT_LIMITS.maxNesting).ast;
+      } catch (e) {
+        if (!(e instanceof SpecError)) throw e; // SpecLimitError is one
+      }
+      const fast = readGeneratedGrammar("t.gbnf", src, DEFAULT_LIMITS.maxNesting);
+      if (fast === null) { declined++; if (!slow) errors++; return; }
+      expect(slow).not.toBeNull();
+      expect(strip(fast)).toStrictEqual(strip(slow));
+      // Rules keep their spans (a rule's diagnostics point where they did); a node inside gets its rule's name's.
+      expect(fast.rules.map((r) => [r.nameSpan, r.span])).toStrictEqual(slow!.rules.map((r) => [r.nameSpan, r.span]));
+      read++;
+    };
+    const grammars = corpus();
+    // The grammars the reader is for: the JSON Schema front end's, on a slice of MaskBench.
+    try {
+      for (const c of fixedSample(loadMaskBench(maskBenchPath(".")), 60)) {
+        try { grammars.push(jsonSchemaToGbnf(JSON.stringify(c.schema), c.name).gbnf); } catch { /* refused */ }
+      }
+    } catch { /* ../shared absent */ }
+    grammars.forEach(same);
+    fc.assert(fc.property(fc.array(token, { maxLength: 40 }), (toks) => same(toks.join(" "))), { numRuns: 2000, seed: 45 });
+    fc.assert(fc.property(fc.nat(grammars.length - 1), fc.nat(), fc.nat(), (g, at, len) => {
+      const t = grammars[g]!;
+      const i = at % (t.length + 1);
+      same(t.slice(0, i) + t.slice(i + (len % 6)));
+    }), { numRuns: 1500, seed: 46 });
+    expect(read).toBeGreaterThan(300);
+    expect(errors).toBeGreaterThan(300);
+    // And what it declines still gets parse.ts's diagnostic through parseGrammar.
+    for (const bad of ['root ::= "\\q"\n', "root ::= [z-a]\n", 'root ::= "a" b ::= "b"\n', 'root ::= "\\ud800"\n']) {
+      const codeOf = (warnings: boolean) => { try { parseGrammar(bad, "t.gbnf", { warnings }); return "none"; } catch (e) { return (e as SpecError).code; } };
+      expect(codeOf(false)).toBe(codeOf(true));
+      expect(codeOf(false)).toMatch(/^E07/);
+    }
   });
 
   it("mutated examples always end in a grammar or a positioned diagnostic", () => {
