@@ -106,6 +106,12 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const closeItem = (seed: number): Closure => {
     let hit = itemMemo.get(seed);
     if (hit) return hit;
+    // A position that reads a byte is its own closure (most items: the next byte of a literal).
+    if (net.kind[seed % P] === K_BYTES) {
+      hit = { kernel: [seed], accept: false, callList: NO_CALLS };
+      itemMemo.set(seed, hit);
+      return hit;
+    }
     let calls: Map<number, number[]> | undefined;
     const { kernel, accept } = itemClosure(net, stParent, stPos, seed, (st, pos, add) => {
       const next = net.next[pos]!;
@@ -211,7 +217,8 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   // Transition rows, nClasses per state, in a typed array grown by doubling (a JS array pushed
   // one entry at a time was a third of this function's time).
   let trans = new Int32Array(Math.max(64, nClasses) * 128).fill(-1);
-  const rawCalls: [number, number, number][][] = []; // [rule, start, ret]
+  const rawCalls: (readonly [number, number, number])[][] = []; // [rule, start, ret]
+  const NO_EDGES: [number, number, number][] = [];
   // Per position, the id of the list of byte classes it reads: that of its byte set (interned), or
   // the empty list (the last) for a position that reads no byte.
   const classLists: number[][] = net.byteSets.map((_, i) => {
@@ -235,69 +242,82 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const succs: number[] = [];
   for (let s = 0; s < kernels.length; s++) {
     const kernel = kernels[s]!;
-    const W = (kernel.length + 31) >>> 5;
-    if (bits.length < nClasses * W) bits = new Int32Array(nClasses * W);
     const row = s * nClasses;
     if (row + nClasses > trans.length) {
       const grown = new Int32Array(Math.max(2 * trans.length, row + nClasses)).fill(-1);
       grown.set(trans);
       trans = grown;
     }
-    // The kernel's items as bitsets per class list (a kernel holds few distinct lists), then
-    // each list's bits OR-ed into the classes it reads.
-    const lists: number[] = [];
-    const listBits: number[] = [];
-    for (let k = 0; k < kernel.length; k++) {
-      const l = listOfPos[kernel[k]! % P]!;
-      let j = lists.indexOf(l);
-      if (j < 0) { j = lists.length; lists.push(l); for (let w = 0; w < W; w++) listBits.push(0); }
-      listBits[j * W + (k >>> 5)]! |= 1 << (k & 31);
-    }
-    for (let j = 0; j < lists.length; j++) {
-      for (const c of classLists[lists[j]!]!) {
-        let fresh = true;
-        for (let w = 0; w < W; w++) { if (bits[c * W + w] !== 0) fresh = false; bits[c * W + w]! |= listBits[j * W + w]!; }
-        if (fresh) usedBuf[nUsed++] = c;
-      }
-    }
-    // States are numbered in class order: the (few) used classes sorted by insertion.
-    for (let a = 1; a < nUsed; a++) {
-      const c = usedBuf[a]!;
-      let b = a - 1;
-      for (; b >= 0 && usedBuf[b]! > c; b--) usedBuf[b + 1] = usedBuf[b]!;
-      usedBuf[b + 1] = c;
-    }
-    const used = usedBuf.subarray(0, nUsed);
-    const groups: number[] = []; // per distinct successor: its first class, then its state
-    for (const c of used) {
-      let g = 0;
-      for (; g < groups.length; g += 2) {
-        const o = groups[g]! * W;
-        let same = true;
-        for (let w = 0; w < W && same; w++) same = bits[o + w] === bits[c * W + w];
-        if (same) break;
-      }
-      if (g === groups.length) {
-        const seeds: number[] = [];
-        for (let k = 0; k < kernel.length; k++) {
-          if ((bits[c * W + (k >>> 5)]! >>> (k & 31)) & 1) { const x = succOf(kernel[k]!); if (!seeds.includes(x)) seeds.push(x); }
-        }
-        groups.push(c, stateOf(seeds.length > 1 ? seeds.sort((a, b) => a - b) : seeds));
-      }
-      trans[row + c] = groups[g + 1]!;
-    }
     succStart.push(succs.length);
-    for (let g = 1; g < groups.length; g += 2) if (groups[g]! >= 0) succs.push(groups[g]!);
-    for (const c of used) for (let w = 0; w < W; w++) bits[c * W + w] = 0; // (fill's call costs more for W = 1, the usual)
-    nUsed = 0;
-    const edges: [number, number, number][] = [];
-    for (const [rule, rets] of callSeeds[s]!) {
-      let start = startOf.get(rule);
-      if (start === undefined) { start = stateOf(net.entries[rule]!); startOf.set(rule, start); }
-      const ret = stateOf(rets);
-      if (start >= 0 && ret >= 0) edges.push([rule, start, ret]);
+    if (kernel.length === 1) {
+      // One item (a literal's next byte, a trie's node): every class it reads goes to one state.
+      const cs = classLists[listOfPos[kernel[0]! % P]!]!;
+      if (cs.length > 0) {
+        const t = stateOf([succOf(kernel[0]!)]);
+        for (const c of cs) trans[row + c] = t;
+        if (t >= 0) succs.push(t);
+      }
+    } else {
+      const W = (kernel.length + 31) >>> 5;
+      if (bits.length < nClasses * W) bits = new Int32Array(nClasses * W);
+      // The kernel's items as bitsets per class list (a kernel holds few distinct lists), then
+      // each list's bits OR-ed into the classes it reads.
+      const lists: number[] = [];
+      const listBits: number[] = [];
+      for (let k = 0; k < kernel.length; k++) {
+        const l = listOfPos[kernel[k]! % P]!;
+        let j = lists.indexOf(l);
+        if (j < 0) { j = lists.length; lists.push(l); for (let w = 0; w < W; w++) listBits.push(0); }
+        listBits[j * W + (k >>> 5)]! |= 1 << (k & 31);
+      }
+      for (let j = 0; j < lists.length; j++) {
+        for (const c of classLists[lists[j]!]!) {
+          let fresh = true;
+          for (let w = 0; w < W; w++) { if (bits[c * W + w] !== 0) fresh = false; bits[c * W + w]! |= listBits[j * W + w]!; }
+          if (fresh) usedBuf[nUsed++] = c;
+        }
+      }
+      // States are numbered in class order: the (few) used classes sorted by insertion.
+      for (let a = 1; a < nUsed; a++) {
+        const c = usedBuf[a]!;
+        let b = a - 1;
+        for (; b >= 0 && usedBuf[b]! > c; b--) usedBuf[b + 1] = usedBuf[b]!;
+        usedBuf[b + 1] = c;
+      }
+      const used = usedBuf.subarray(0, nUsed);
+      const groups: number[] = []; // per distinct successor: its first class, then its state
+      for (const c of used) {
+        let g = 0;
+        for (; g < groups.length; g += 2) {
+          const o = groups[g]! * W;
+          let same = true;
+          for (let w = 0; w < W && same; w++) same = bits[o + w] === bits[c * W + w];
+          if (same) break;
+        }
+        if (g === groups.length) {
+          const seeds: number[] = [];
+          for (let k = 0; k < kernel.length; k++) {
+            if ((bits[c * W + (k >>> 5)]! >>> (k & 31)) & 1) { const x = succOf(kernel[k]!); if (!seeds.includes(x)) seeds.push(x); }
+          }
+          groups.push(c, stateOf(seeds.length > 1 ? seeds.sort((a, b) => a - b) : seeds));
+        }
+        trans[row + c] = groups[g + 1]!;
+      }
+      for (let g = 1; g < groups.length; g += 2) if (groups[g]! >= 0) succs.push(groups[g]!);
+      for (const c of used) for (let w = 0; w < W; w++) bits[c * W + w] = 0; // (fill's call costs more for W = 1, the usual)
+      nUsed = 0;
     }
-    rawCalls.push(edges);
+    if (callSeeds[s]!.length === 0) rawCalls.push(NO_EDGES);
+    else {
+      const edges: [number, number, number][] = [];
+      for (const [rule, rets] of callSeeds[s]!) {
+        let start = startOf.get(rule);
+        if (start === undefined) { start = stateOf(net.entries[rule]!); startOf.set(rule, start); }
+        const ret = stateOf(rets);
+        if (start >= 0 && ret >= 0) edges.push([rule, start, ret]);
+      }
+      rawCalls.push(edges);
+    }
   }
   const n = kernels.length;
   succStart.push(succs.length);
