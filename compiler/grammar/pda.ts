@@ -99,7 +99,8 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   };
 
   // `callList`: its calls by rule, sorted (most items call nothing: one shared empty list).
-  interface Closure { kernel: number[]; accept: boolean; callList: (readonly [number, number[]])[] }
+  // `state`: the subset state of this item alone, once asked for (stateOf).
+  interface Closure { kernel: number[]; accept: boolean; callList: (readonly [number, number[]])[]; state: number | undefined }
   const NO_CALLS: (readonly [number, number[]])[] = [];
   const itemMemo = new Map<number, Closure>();
   const budget: ClosureBudget = { left: MAX_CLOSURE_WORK, maxDepth: Infinity, name: opts.name };
@@ -108,7 +109,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     if (hit) return hit;
     // A position that reads a byte is its own closure (most items: the next byte of a literal).
     if (net.kind[seed % P] === K_BYTES) {
-      hit = { kernel: [seed], accept: false, callList: NO_CALLS };
+      hit = { kernel: [seed], accept: false, callList: NO_CALLS, state: undefined };
       itemMemo.set(seed, hit);
       return hit;
     }
@@ -129,7 +130,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       for (const e of net.entries[rule]!) add(ns * P + e);
     }, budget);
     const callList = calls ? [...calls].map(([rule, r]) => [rule, [...new Set(r)].sort((a, b) => a - b)] as const).sort((a, b) => a[0] - b[0]) : NO_CALLS;
-    hit = { kernel, accept, callList };
+    hit = { kernel, accept, callList, state: undefined };
     itemMemo.set(seed, hit);
     return hit;
   };
@@ -153,20 +154,20 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     return true;
   };
   const seedMemo = new Map<string, number>();
-  const oneSeedMemo = new Map<number, number>(); // most seed sets are one item: no string key
   const stateOf = (seeds: readonly number[]): number => {
     const skey = seeds.length === 1 ? "" : seeds.join(",");
-    const memo = seeds.length === 1 ? oneSeedMemo.get(seeds[0]!) : seedMemo.get(skey);
+    // Most seed sets are one item: its state is kept on its closure (no string key, no second map).
+    const one = seeds.length === 1 ? closeItem(seeds[0]!) : undefined;
+    const memo = one ? one.state : seedMemo.get(skey);
     if (memo !== undefined) return memo;
     let kernel: number[];
     let accept = false;
     let callList: (readonly [number, number[]])[];
-    if (seeds.length === 1) {
+    if (one) {
       // One item: its closure is the state (kernel and returns already sorted and distinct).
-      const c = closeItem(seeds[0]!);
-      kernel = c.kernel;
-      accept = c.accept;
-      callList = c.callList;
+      kernel = one.kernel;
+      accept = one.accept;
+      callList = one.callList;
     } else {
       const all = new Set<number>();
       const calls = new Map<number, Set<number>>();
@@ -193,6 +194,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
         for (const x of xs) h = Math.imul(h ^ x, 0xc2b2ae35);
       }
       h ^= kernel.length + (callList.length << 20);
+      h &= 0x3fffffff; // a small integer: a map key V8 neither boxes nor hashes as a double
       const bucket = stateIds.get(h);
       const known = bucket?.find((k) => sameState(k, accept, kernel, callList));
       if (known !== undefined) id = known;
@@ -206,7 +208,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
         callSeeds.push(callList);
       }
     }
-    if (seeds.length === 1) oneSeedMemo.set(seeds[0]!, id);
+    if (one) one.state = id;
     else seedMemo.set(skey, id);
     return id;
   };
