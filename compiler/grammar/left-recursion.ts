@@ -73,12 +73,17 @@ export function leftRecursionErrors(rules: readonly CfgRule[], rewritable: boole
 
 const MAX_ROUNDS = 12;
 
-/** Rewrites `rules` in place (appending helpers) until no rule is left-recursive; returns the new start. */
+/**
+ * Rewrites `rules` in place (appending helpers) until no rule is left-recursive; returns the new start.
+ * `rules` are as parseGrammar leaves them: every one reachable and productive.
+ */
 export function removeLeftRecursion(rules: CfgRule[], start: number, names: NameGen, limits: CfgLimits): { rules: CfgRule[]; start: number } {
   const rw = new Rewriter(rules, names, limits);
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const comps = leftRecursiveComponents(rules);
-    if (comps.length === 0) return prune(rules, start);
+    // Nothing rewritten: the rules are as parseGrammar left them, every one reachable and
+    // productive (compact, productivityErrors), so pruning would change nothing.
+    if (comps.length === 0) return round === 0 ? { rules, start } : prune(rules, start);
     rw.beginRound();
     for (const c of comps) {
       if (c.hidden) rw.expose(c.rules);
