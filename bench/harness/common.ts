@@ -127,6 +127,35 @@ export function machineInfo(): MachineInfo {
   };
 }
 
+/**
+ * Two figures that tell one machine's run from another's, taken in well under a second: `loopMs`,
+ * the best of three runs of a fixed integer loop (CPU speed), and `pageTouchUs`, the cost of the
+ * first write to each 4 KiB page of a fresh 16 MiB WebAssembly memory (the OS mapping it in). On
+ * this project's VMs the page figure has been 12 µs, against about 0.1–0.3 µs on bare metal, and
+ * it is most of a first-visit mask's time when the mask lands on fresh pages (bench/results/
+ * MASKBENCH-FULL.md): runs on machines whose figures differ are not comparable.
+ */
+export interface MachineSpeed { loopMs: number; pageTouchUs: number }
+
+export function machineSpeed(): MachineSpeed {
+  let loopMs = Infinity;
+  let sink = 0;
+  for (let r = 0; r < 3; r++) {
+    const t0 = now();
+    let x = 0x9e3779b9 | 0;
+    for (let i = 0; i < 20_000_000; i++) x = (Math.imul(x ^ (x >>> 15), 0x85ebca6b) + i) | 0;
+    sink ^= x;
+    loopMs = Math.min(loopMs, since(t0) / 1e6);
+  }
+  const PAGE = 4096;
+  const memory = new WebAssembly.Memory({ initial: 256 }); // 16 MiB, never touched yet
+  const bytes = new Uint8Array(memory.buffer);
+  const t0 = now();
+  for (let i = 0; i < bytes.length; i += PAGE) bytes[i] = 1 + (sink & 1);
+  const pageTouchUs = since(t0) / 1e3 / (bytes.length / PAGE);
+  return { loopMs, pageTouchUs };
+}
+
 // ---- Transcript → token steps ---------------------------------------------------------------------
 
 /** One segment of a transcript, tokenized with the real tokenizer. */

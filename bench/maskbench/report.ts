@@ -6,6 +6,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
+import { machineSpeed, type MachineSpeed } from "../harness/common.js";
 import { ajvValidator } from "./ajv-check.js";
 import type { MaskBenchCase } from "./data.js";
 import { bucketValue, type EngineResult, type Verdict } from "./engines.js";
@@ -114,7 +115,7 @@ export function summarize(lines: Line[], cases?: ReadonlyMap<string, MaskBenchCa
 const us = (ns: number) => (Number.isFinite(ns) ? (ns / 1e3 < 10 ? (ns / 1e3).toFixed(2) : (ns / 1e3).toFixed(0)) : "n/a");
 const ms = (u: number) => (Number.isFinite(u) ? (u / 1e3 < 10 ? (u / 1e3).toFixed(2) : (u / 1e3).toFixed(0)) : "n/a");
 
-export function renderReport(s: Map<string, EngineSummary>, source: string): string {
+export function renderReport(s: Map<string, EngineSummary>, source: string, speed?: MachineSpeed): string {
   const engines = [...s.keys()].sort();
   const row = (label: string, f: (e: EngineSummary) => string) => `| ${label} | ${engines.map((e) => f(s.get(e)!)).join(" | ")} |`;
   const lines = [
@@ -126,6 +127,7 @@ export function renderReport(s: Map<string, EngineSummary>, source: string): str
     "at some token or leaves it incomplete. Instances are replayed as `JSON.stringify(data)`. TBM: one mask (specc:",
     "`matcher.maskView()`, computed on first visit then cached; XGrammar: the binding's GetNextTokenBitmask); TTFM:",
     "compile + load with the vocabulary + first mask.",
+    ...(speed ? ["", `Machine speed when this report was written (bench/harness/common.ts \`machineSpeed\`): a fixed integer loop ${speed.loopMs.toFixed(1)} ms, the first write to a fresh memory page ${speed.pageTouchUs.toFixed(2)} µs. Timings of runs on machines whose figures differ are not comparable.`] : []),
     "",
     `| | ${engines.join(" | ")} |`,
     `| --- | ${engines.map(() => "---:").join(" | ")} |`,
@@ -167,5 +169,5 @@ export function writeReport(resultsPath: string, reportPath: string, cases?: rea
     try { return [JSON.parse(l) as Line]; } catch { return []; }
   });
   const byName = cases ? new Map(cases.map((c) => [c.name, c] as const)) : undefined;
-  writeFileSync(reportPath, renderReport(summarize(lines, byName), "bench/results/maskbench/results.jsonl"));
+  writeFileSync(reportPath, renderReport(summarize(lines, byName), "bench/results/maskbench/results.jsonl", machineSpeed()));
 }

@@ -4,10 +4,11 @@
  * its label. Real cases from the whole-set run: an instance labelled invalid whose only fault is a
  * property that additionalProperties (true by default) allows. And a validation error is "property
  * order only" when every valid instance the engine rejected is accepted with its keys in the
- * schema's order (data.ts schemaOrder, replayed by engines.ts).
+ * schema's order (data.ts schemaOrder, replayed by engines.ts). The report also states the
+ * machine's speed (harness/common.ts machineSpeed).
  */
 import { describe, expect, it } from "vitest";
-import { loadVocab } from "../../bench/harness/common.js";
+import { loadVocab, machineSpeed } from "../../bench/harness/common.js";
 import { schemaOrder, type MaskBenchCase } from "../../bench/maskbench/data.js";
 import { runSpecc, tokenizeCase, type EngineResult } from "../../bench/maskbench/engines.js";
 import { renderReport, summarize } from "../../bench/maskbench/report.js";
@@ -42,6 +43,15 @@ describe("MaskBench report: labels checked with ajv", () => {
     expect(md).toContain("| of those errors, ajv sides with the engine (label disputed): validation / invalidation | 0 / 1 |");
     // Without the data, nothing is claimed.
     expect(summarize(lines).get("specc")!.disputed).toBeUndefined();
+  });
+
+  it("states the machine's speed, so that runs on different machines are not compared as equals", () => {
+    const s = summarize(lines).get("specc")!;
+    expect(renderReport(new Map([["specc", s]]), "test", { loopMs: 34.17, pageTouchUs: 12.3456 }))
+      .toContain("a fixed integer loop 34.2 ms, the first write to a fresh memory page 12.35 µs");
+    expect(renderReport(new Map([["specc", s]]), "test")).not.toContain("Machine speed");
+    const m = machineSpeed();
+    for (const v of [m.loopMs, m.pageTouchUs]) expect(Number.isFinite(v) && v > 0).toBe(true);
   });
 });
 
