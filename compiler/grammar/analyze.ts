@@ -102,6 +102,59 @@ export function leftCorners(rules: readonly CfgRule[], nullable: readonly boolea
   });
 }
 
+/**
+ * Strongly connected components of a graph in CSR form (vertex v's successors are
+ * `to[start[v]]` … `to[start[v + 1] - 1]`): per vertex the number of its component, numbered in
+ * the order Tarjan's algorithm completes them, and how many there are. Iterative, typed arrays
+ * only: the grammar call graphs it runs on have thousands of rules (`stronglyConnected` allocated a
+ * frame object and a successor array per vertex).
+ */
+export function componentsOf(n: number, start: Int32Array, to: Int32Array): { comp: Int32Array; count: number } {
+  const index = new Int32Array(n).fill(-1);
+  const low = new Int32Array(n);
+  const comp = new Int32Array(n).fill(-1);
+  const stack = new Int32Array(n);
+  const frameV = new Int32Array(n);
+  const frameI = new Int32Array(n);
+  let sp = 0, fp = 0, counter = 0, count = 0;
+  for (let root = 0; root < n; root++) {
+    if (index[root] !== -1) continue;
+    index[root] = low[root] = counter++;
+    stack[sp++] = root;
+    frameV[fp] = root;
+    frameI[fp++] = start[root]!;
+    while (fp > 0) {
+      const v = frameV[fp - 1]!;
+      const i = frameI[fp - 1]!;
+      if (i < start[v + 1]!) {
+        frameI[fp - 1] = i + 1;
+        const w = to[i]!;
+        if (index[w] === -1) {
+          index[w] = low[w] = counter++;
+          stack[sp++] = w;
+          frameV[fp] = w;
+          frameI[fp++] = start[w]!;
+        } else if (comp[w] === -1 && index[w]! < low[v]!) low[v] = index[w]!; // visited, no component yet: on the stack
+        continue;
+      }
+      fp--;
+      if (fp > 0) {
+        const parent = frameV[fp - 1]!;
+        if (low[v]! < low[parent]!) low[parent] = low[v]!;
+      }
+      if (low[v] === index[v]) {
+        let w: number;
+        do {
+          w = stack[--sp]!;
+          comp[w] = count;
+        } while (w !== v);
+        count++;
+      }
+    }
+  }
+  return { comp, count };
+}
+
 /** Strongly connected components, each in discovery order; iterative Tarjan. */
 export function stronglyConnected(n: number, succ: (v: number) => readonly number[]): number[][] {
   const index = new Array<number>(n).fill(-1);

@@ -68,7 +68,7 @@
  * identical columns merged. Limit: `maxStates` subset states (default 100,000) → SpecLimitError
  * `maxGrammarStates`, whose hint suggests a smaller --max-depth.
  */
-import { stronglyConnected } from "./analyze.js";
+import { componentsOf } from "./analyze.js";
 import { SpecError, SpecLimitError } from "../diagnostics.js";
 import { liveness, minimize } from "../automata/minimize.js";
 import type { ByteSym, Cfg } from "./cfg.js";
@@ -167,26 +167,27 @@ export function callGraph(cfg: Cfg, called: ReadonlySet<number> = new Set()): { 
   const R = cfg.rules.length;
   const sites: CallSite[] = [];
   const out: number[][] = cfg.rules.map(() => []);
-  const reach = new Map<number, Set<number>>(); // rules a called rule reaches (itself included when it recurs)
-  const reaches = (from: number, to: number): boolean => {
-    let seen = reach.get(from);
-    if (!seen) {
-      reach.set(from, (seen = new Set()));
-      const work = [from];
-      while (work.length) {
-        for (const alt of cfg.rules[work.pop()!]!.alts) {
-          for (const s of alt) if (s.kind === "rule" && !seen.has(s.rule)) { seen.add(s.rule); work.push(s.rule); }
-        }
-      }
-    }
-    return seen.has(to);
-  };
   cfg.rules.forEach((r, from) => r.alts.forEach((alt, a) => alt.forEach((s, d) => {
     if (s.kind !== "rule") return;
     out[from]!.push(sites.length);
-    const tail = d === alt.length - 1;
-    sites.push({ from, to: s.rule, alt: a, dot: d, tail, cut: called.has(s.rule) && (!tail || !reaches(s.rule, from)) });
+    sites.push({ from, to: s.rule, alt: a, dot: d, tail: d === alt.length - 1, cut: false });
   })));
+  // A called rule's tail call stays a loop where the rule reaches the caller again: the site is an
+  // edge caller → rule, so that is the two being in one strongly connected component.
+  const siteGraph = (keep: (s: CallSite) => boolean): { start: Int32Array; to: Int32Array } => {
+    const start = new Int32Array(R + 1);
+    for (const s of sites) if (keep(s)) start[s.from + 1]!++;
+    for (let v = 0; v < R; v++) start[v + 1]! += start[v]!;
+    const to = new Int32Array(start[R]!);
+    const at = start.slice(0, R);
+    for (const s of sites) if (keep(s)) to[at[s.from]!++] = s.to; // sites are in rule order
+    return { start, to };
+  };
+  if (called.size > 0) {
+    const all = siteGraph(() => true);
+    const { comp } = componentsOf(R, all.start, all.to);
+    for (const s of sites) s.cut = called.has(s.to) && (!s.tail || comp[s.to] !== comp[s.from]);
+  }
   // Depth-first search from the start rule (then any rule not reached, for completeness).
   const disc = new Int32Array(R).fill(-1);
   const onStack = new Uint8Array(R);
@@ -221,24 +222,23 @@ export function callGraph(cfg: Cfg, called: ReadonlySet<number> = new Set()): { 
       }
     }
   }
-  // Safety net: no cycle through an uncut non-tail call may remain.
+  // Safety net: no cycle through an uncut non-tail call may remain. Per component (its rules in
+  // ascending order), the uncut non-tail call inside it to the earliest discovered rule is cut.
   for (;;) {
-    const succ = (v: number) => out[v]!.filter((e) => !sites[e]!.cut).map((e) => sites[e]!.to);
-    const comps = stronglyConnected(R, succ);
-    const compOf = new Int32Array(R);
-    comps.forEach((c, i) => { for (const v of c) compOf[v] = i; });
-    let added = false;
-    for (const c of comps) {
-      let best = -1;
-      for (const v of c) {
-        for (const e of out[v]!) {
-          const s = sites[e]!;
-          if (s.cut || s.tail || compOf[s.to] !== compOf[v]) continue;
-          if (best < 0 || disc[s.to]! < disc[sites[best]!.to]!) best = e;
-        }
+    const g = siteGraph((s) => !s.cut);
+    const { comp: compOf, count } = componentsOf(R, g.start, g.to);
+    const best = new Int32Array(count).fill(-1);
+    for (let v = 0; v < R; v++) {
+      const c = compOf[v]!;
+      for (const e of out[v]!) {
+        const s = sites[e]!;
+        if (s.cut || s.tail || compOf[s.to] !== c) continue;
+        const b = best[c]!;
+        if (b < 0 || disc[s.to]! < disc[sites[b]!.to]!) best[c] = e;
       }
-      if (best >= 0) { sites[best]!.cut = true; added = true; }
     }
+    let added = false;
+    for (let c = 0; c < count; c++) if (best[c]! >= 0) { sites[best[c]!]!.cut = true; added = true; }
     if (!added) break;
   }
   return { sites, out };
