@@ -269,31 +269,52 @@ export function buildNetwork(cfg: Cfg, called?: ReadonlySet<number>): Network {
   const { sites, out } = callGraph(cfg, called);
   const net: Network = { kind: [K_END], arg: [0], next: [0], cut: [0], entries: [], byteSets: [] };
   const setIds = new Map<string | number, number>();
-  const posIds = new Map<string | number, number>();
+  // Positions are interned in an open-addressing table of position ids over their own fields (a
+  // Map keyed by the fields packed into one number was most of this function: those keys pass
+  // 2^31, so each was a heap number, hashed as a double).
+  let slots = new Int32Array(1024).fill(-1);
+  const slotOf = (kind: number, arg: number, next: number, cut: number): number => {
+    const m = slots.length - 1;
+    let h = Math.imul(Math.imul(arg, 0x9e3779b1) ^ Math.imul(next, 0x85ebca6b) ^ (kind * 2 + cut), 0xc2b2ae35);
+    h = (h ^ (h >>> 15)) & m;
+    for (;;) {
+      const id = slots[h]!;
+      if (id < 0 || (net.arg[id] === arg && net.next[id] === next && net.kind[id] === kind && net.cut[id] === cut)) return h;
+      h = (h + 1) & m;
+    }
+  };
   const intern = (kind: number, arg: number, next: number, cut: number): number => {
-    // A number where the fields fit in 53 bits (always, within the grammar limits), else a string.
-    const key = arg < 1 << 21 && next >= 0 && next < 1 << 28 ? (next * (1 << 21) + arg) * 8 + kind * 2 + cut : `${kind},${arg},${next},${cut}`;
-    let id = posIds.get(key);
-    if (id === undefined) {
+    const h = slotOf(kind, arg, next, cut);
+    let id = slots[h]!;
+    if (id < 0) {
       id = net.kind.length;
-      posIds.set(key, id);
       net.kind.push(kind); net.arg.push(arg); net.next.push(next); net.cut.push(cut);
+      slots[h] = id;
+      if (2 * id > slots.length) {
+        // Over half full: twice the slots, every position (but END, never interned) placed again.
+        slots = new Int32Array(2 * slots.length).fill(-1);
+        for (let p = 1; p < net.kind.length; p++) slots[slotOf(net.kind[p]!, net.arg[p]!, net.next[p]!, net.cut[p]!)] = p;
+      }
     }
     return id;
   };
   cfg.rules.forEach((r, ri) => {
-    let k = 0;
     const siteList = out[ri]!;
+    let k = 0;
     const entries = new Set<number>();
     r.alts.forEach((alt, a) => {
-      // Cut flags of this alternative's calls, by dot.
-      const cuts = new Map<number, boolean>();
-      while (k < siteList.length && sites[siteList[k]!]!.alt === a) { const s = sites[siteList[k]!]!; cuts.set(s.dot, s.cut); k++; }
+      // This alternative's call sites, by dot ascending: read from the last one back.
+      const first = k;
+      while (k < siteList.length && sites[siteList[k]!]!.alt === a) k++;
+      let j = k - 1;
       let p = END;
       for (let d = alt.length - 1; d >= 0; d--) {
         const s = alt[d]!;
-        if (s.kind === "rule") p = intern(K_CALL, s.rule, p, cuts.get(d) ? 1 : 0);
-        else {
+        if (s.kind === "rule") {
+          while (j >= first && sites[siteList[j]!]!.dot > d) j--;
+          const cut = j >= first && sites[siteList[j]!]!.dot === d && sites[siteList[j]!]!.cut;
+          p = intern(K_CALL, s.rule, p, cut ? 1 : 0);
+        } else {
           if (s.ranges.length === 0) { p = -1; break; } // matches nothing: drop the alternative
           // One range (a literal's byte, most of them): its bounds as a number.
           const key = s.ranges.length === 1 ? s.ranges[0]![0] * 256 + s.ranges[0]![1] : s.ranges.map(([lo, hi]) => `${lo}-${hi}`).join(",");
