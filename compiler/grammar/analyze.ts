@@ -106,8 +106,7 @@ export function leftCorners(rules: readonly CfgRule[], nullable: readonly boolea
  * Strongly connected components of a graph in CSR form (vertex v's successors are
  * `to[start[v]]` … `to[start[v + 1] - 1]`): per vertex the number of its component, numbered in
  * the order Tarjan's algorithm completes them, and how many there are. Iterative, typed arrays
- * only: the grammar call graphs it runs on have thousands of rules (`stronglyConnected` allocated a
- * frame object and a successor array per vertex).
+ * only: the grammar call graphs it runs on have thousands of rules.
  */
 export function componentsOf(n: number, start: Int32Array, to: Int32Array): { comp: Int32Array; count: number } {
   const index = new Int32Array(n).fill(-1);
@@ -155,49 +154,19 @@ export function componentsOf(n: number, start: Int32Array, to: Int32Array): { co
   return { comp, count };
 }
 
-/** Strongly connected components, each in discovery order; iterative Tarjan. */
+/**
+ * Strongly connected components as lists of vertices (each ascending), in the order Tarjan's
+ * algorithm completes them: `componentsOf` over the successor lists laid out as CSR.
+ */
 export function stronglyConnected(n: number, succ: (v: number) => readonly number[]): number[][] {
-  const index = new Array<number>(n).fill(-1);
-  const low = new Array<number>(n).fill(0);
-  const onStack = new Array<boolean>(n).fill(false);
-  const stack: number[] = [];
-  const out: number[][] = [];
-  let counter = 0;
-  for (let root = 0; root < n; root++) {
-    if (index[root] !== -1) continue;
-    const work: { v: number; i: number; next: readonly number[] }[] = [];
-    const visit = (v: number) => {
-      index[v] = low[v] = counter++;
-      stack.push(v);
-      onStack[v] = true;
-      work.push({ v, i: 0, next: succ(v) });
-    };
-    visit(root);
-    while (work.length > 0) {
-      const top = work[work.length - 1]!;
-      if (top.i < top.next.length) {
-        const w = top.next[top.i++]!;
-        if (index[w] === -1) visit(w);
-        else if (onStack[w]) low[top.v] = Math.min(low[top.v]!, index[w]!);
-        continue;
-      }
-      work.pop();
-      if (work.length > 0) {
-        const parent = work[work.length - 1]!.v;
-        low[parent] = Math.min(low[parent]!, low[top.v]!);
-      }
-      if (low[top.v] === index[top.v]) {
-        const comp: number[] = [];
-        let w: number;
-        do {
-          w = stack.pop()!;
-          onStack[w] = false;
-          comp.push(w);
-        } while (w !== top.v);
-        out.push(comp.sort((a, b) => a - b));
-      }
-    }
-  }
+  const lists = Array.from({ length: n }, (_, v) => succ(v));
+  const start = new Int32Array(n + 1);
+  for (let v = 0; v < n; v++) start[v + 1] = start[v]! + lists[v]!.length;
+  const to = new Int32Array(start[n]!);
+  for (let v = 0; v < n; v++) to.set(lists[v]!, start[v]!);
+  const { comp, count } = componentsOf(n, start, to);
+  const out: number[][] = Array.from({ length: count }, () => []);
+  for (let v = 0; v < n; v++) out[comp[v]!]!.push(v);
   return out;
 }
 

@@ -303,18 +303,14 @@ export function buildNetwork(cfg: Cfg, called?: ReadonlySet<number>): Network {
     let k = 0;
     const entries = new Set<number>();
     r.alts.forEach((alt, a) => {
-      // This alternative's call sites, by dot ascending: read from the last one back.
-      const first = k;
+      // This alternative's call sites, one per rule symbol in order: read from the last one back.
       while (k < siteList.length && sites[siteList[k]!]!.alt === a) k++;
       let j = k - 1;
       let p = END;
       for (let d = alt.length - 1; d >= 0; d--) {
         const s = alt[d]!;
-        if (s.kind === "rule") {
-          while (j >= first && sites[siteList[j]!]!.dot > d) j--;
-          const cut = j >= first && sites[siteList[j]!]!.dot === d && sites[siteList[j]!]!.cut;
-          p = intern(K_CALL, s.rule, p, cut ? 1 : 0);
-        } else {
+        if (s.kind === "rule") p = intern(K_CALL, s.rule, p, sites[siteList[j--]!]!.cut ? 1 : 0);
+        else {
           if (s.ranges.length === 0) { p = -1; break; } // matches nothing: drop the alternative
           // One range (a literal's byte, most of them): its bounds as a number.
           const key = s.ranges.length === 1 ? s.ranges[0]![0] * 256 + s.ranges[0]![1] : s.ranges.map(([lo, hi]) => `${lo}-${hi}`).join(",");
