@@ -11,7 +11,7 @@ import { ajvValidator } from "./ajv-check.js";
 import type { MaskBenchCase } from "./data.js";
 import { bucketValue, type EngineResult, type Verdict } from "./engines.js";
 
-interface Line { name: string; engine: string; result: EngineResult }
+interface Line { name: string; engine: string; result: EngineResult; youngMb?: number }
 
 const VERDICTS: Verdict[] = ["pass", "compile_error", "validation_error", "invalidation_error", "crash", "timeout", "oom"];
 
@@ -31,6 +31,16 @@ export interface EngineSummary {
   disputed?: { validation: string[]; invalidation: string[] };
   /** Validation errors whose every rejected valid instance is accepted with its keys in the schema's order. */
   orderOnly: string[];
+  /** The worker's young generation the lines were run with (run.ts `--young-mb`): "V8's default", "192 MB", or a mix with counts. */
+  youngGen: string;
+}
+
+/** How the worker's young generation was sized for `ls`: one setting, or each with its count of schemas. */
+function youngGenOf(ls: readonly Line[]): string {
+  const counts = new Map<string, number>();
+  for (const l of ls) { const k = l.youngMb === undefined ? "V8's default" : `${l.youngMb} MB`; counts.set(k, (counts.get(k) ?? 0) + 1); }
+  if (counts.size <= 1) return [...counts.keys()][0] ?? "V8's default";
+  return [...counts].sort().map(([k, n]) => `${k} (${n} schemas)`).join(", ");
 }
 
 /** Was every valid instance this engine rejected accepted with its keys in the schema's order? */
@@ -106,7 +116,7 @@ export function summarize(lines: Line[], cases?: ReadonlyMap<string, MaskBenchCa
       schemas: ls.length, verdicts, instances, tokens: total,
       tbm: { p50: histPercentile(hist, total, 0.5), p99: histPercentile(hist, total, 0.99), p999: histPercentile(hist, total, 0.999) },
       ttfm: { p50: pct(ttfm, 0.5), p99: pct(ttfm, 0.99) },
-      examples, disputed, orderOnly: order.sort(),
+      examples, disputed, orderOnly: order.sort(), youngGen: youngGenOf(ls),
     });
   }
   return out;
@@ -146,6 +156,7 @@ export function renderReport(s: Map<string, EngineSummary>, source: string, spee
     row("masks timed", (e) => String(e.tokens)),
     row("TBM p50 / p99 / p99.9 (µs)", (e) => `${us(e.tbm.p50)} / ${us(e.tbm.p99)} / ${us(e.tbm.p999)}`),
     row("TTFM p50 / p99 (ms)", (e) => `${ms(e.ttfm.p50)} / ${ms(e.ttfm.p99)}`),
+    row("worker's young generation (`--young-mb`; V8's default is 3 semi-spaces of 16 MB)", (e) => e.youngGen),
     "",
     "## Schemas that did not pass (first few by name)",
     "",

@@ -9,8 +9,12 @@
  * past either it is a timeout or an out-of-memory, and the worker is restarted. At the end (or with
  * `--report` alone) the results table is written to bench/results/MASKBENCH.md.
  *
+ * `--young-mb M` sizes the worker's young generation (V8's default is 48 MB: three 16 MB
+ * semi-spaces), as `node --max-semi-space-size=M/3` would a process: a host tuning that specc's
+ * compile is sensitive to (README, "Performance"); the default leaves V8's.
+ *
  *   npm run maskbench -- [--sample N | --limit N] [--names REGEX] [--engines specc,xgrammar]
- *                        [--budget-s S] [--out FILE] [--fresh] [--report]
+ *                        [--budget-s S] [--young-mb M] [--out FILE] [--fresh] [--report]
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -28,7 +32,7 @@ const { values } = parseArgs({
   options: {
     sample: { type: "string" }, limit: { type: "string" }, names: { type: "string" },
     engines: { type: "string", default: "specc,xgrammar" }, "budget-s": { type: "string", default: "60" },
-    "heap-mb": { type: "string", default: "4096" }, vocab: { type: "string" },
+    "heap-mb": { type: "string", default: "4096" }, "young-mb": { type: "string" }, vocab: { type: "string" },
     out: { type: "string" }, fresh: { type: "boolean", default: false }, report: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   },
@@ -44,8 +48,10 @@ const engines = values.engines.split(",").map((e) => e.trim()) as Engine[];
 for (const e of engines) if (e !== "specc" && e !== "xgrammar") throw new Error(`--engines: unknown engine '${e}' (specc, xgrammar)`);
 const vocabPath = values.vocab ?? join(root, "node_modules", "@lenml", "tokenizer-llama3_1", "models", "tokenizer.json");
 const budgetMs = Number(values["budget-s"]) * 1000;
+const youngMb = values["young-mb"] === undefined ? undefined : Number(values["young-mb"]);
+if (youngMb !== undefined && !(Number.isInteger(youngMb) && youngMb >= 3)) throw new Error(`--young-mb: a whole number of MB, at least 3 (not '${values["young-mb"]}')`);
 
-export interface ResultLine { name: string; engine: Engine; result: EngineResult }
+export interface ResultLine { name: string; engine: Engine; result: EngineResult; youngMb?: number }
 
 function readDone(): Map<string, Set<Engine>> {
   const done = new Map<string, Set<Engine>>();
@@ -79,7 +85,10 @@ async function main(): Promise<void> {
   const start = async (): Promise<Worker> => {
     const w = new Worker(new URL("./worker-entry.mjs", import.meta.url), {
       workerData: { vocabPath, engines },
-      resourceLimits: { maxOldGenerationSizeMb: Number(values["heap-mb"]) },
+      resourceLimits: {
+        maxOldGenerationSizeMb: Number(values["heap-mb"]),
+        ...(youngMb === undefined ? {} : { maxYoungGenerationSizeMb: youngMb }),
+      },
     });
     await new Promise<void>((res, rej) => {
       w.once("message", () => res());
@@ -96,7 +105,7 @@ async function main(): Promise<void> {
     const got = await runOne(worker, c, want);
     if (got.restart) { await worker.terminate().catch(() => {}); worker = undefined; }
     for (const r of got.lines) {
-      appendFileSync(out, JSON.stringify(r) + "\n");
+      appendFileSync(out, JSON.stringify(youngMb === undefined ? r : { ...r, youngMb }) + "\n");
       const k = `${r.engine}:${r.result.verdict}`;
       counts.set(k, (counts.get(k) ?? 0) + 1);
     }

@@ -5,7 +5,8 @@
  * property that additionalProperties (true by default) allows. And a validation error is "property
  * order only" when every valid instance the engine rejected is accepted with its keys in the
  * schema's order (data.ts schemaOrder, replayed by engines.ts). The report also states the
- * machine's speed (harness/common.ts machineSpeed).
+ * machine's speed (harness/common.ts machineSpeed) and the worker's young generation (run.ts
+ * `--young-mb`), which specc's compile time is sensitive to.
  */
 import { describe, expect, it } from "vitest";
 import { loadVocab, machineSpeed } from "../../bench/harness/common.js";
@@ -52,6 +53,14 @@ describe("MaskBench report: labels checked with ajv", () => {
     expect(renderReport(new Map([["specc", s]]), "test")).not.toContain("Machine speed");
     const m = machineSpeed();
     for (const v of [m.loopMs, m.pageTouchUs]) expect(Number.isFinite(v) && v > 0).toBe(true);
+  });
+
+  it("states the worker's young generation (run.ts --young-mb), per engine, with counts when runs mixed settings", () => {
+    const md = (ls: typeof lines) => renderReport(summarize(ls), "test");
+    const row = "| worker's young generation (`--young-mb`; V8's default is 3 semi-spaces of 16 MB) |";
+    expect(md(lines)).toContain(`${row} V8's default |`);
+    expect(md(lines.map((l) => ({ ...l, youngMb: 192 })))).toContain(`${row} 192 MB |`);
+    expect(md(lines.map((l, i) => (i === 0 ? { ...l, youngMb: 192 } : l)))).toContain(`${row} 192 MB (1 schemas), V8's default (2 schemas) |`);
   });
 });
 
