@@ -94,9 +94,16 @@ export function byteSym(ranges: readonly ByteRange[]): ByteSym {
   return { kind: "bytes", ranges: normalizeRanges(ranges) };
 }
 
+/**
+ * The symbol of one byte value: one shared, frozen object per value (symbols are never written
+ * once made; a generated grammar's literals are tens of thousands of bytes, each of which was an
+ * object and two arrays that lived as long as the grammar).
+ */
 export function byteLit(b: number): ByteSym {
-  return { kind: "bytes", ranges: [[b, b]] };
+  return BYTE_LITS[b] ?? { kind: "bytes", ranges: [[b, b]] };
 }
+const BYTE_LITS: readonly ByteSym[] = Array.from({ length: 256 }, (_, b) =>
+  Object.freeze({ kind: "bytes" as const, ranges: Object.freeze([Object.freeze([b, b] as const)]) }));
 
 export function ruleSym(rule: number): RuleSym {
   return { kind: "rule", rule };
