@@ -95,15 +95,15 @@ export function byteSym(ranges: readonly ByteRange[]): ByteSym {
 }
 
 /**
- * The symbol of one byte value: one shared, frozen object per value (symbols are never written
- * once made; a generated grammar's literals are tens of thousands of bytes, each of which was an
- * object and two arrays that lived as long as the grammar).
+ * The symbol of one byte value: one shared object per value (symbols are read-only once made; a
+ * generated grammar's literals are tens of thousands of bytes, each of which was an object and two
+ * arrays that lived as long as the grammar). Not frozen: a frozen object's shape made the hot
+ * readers of symbols polymorphic.
  */
 export function byteLit(b: number): ByteSym {
   return BYTE_LITS[b] ?? { kind: "bytes", ranges: [[b, b]] };
 }
-const BYTE_LITS: readonly ByteSym[] = Array.from({ length: 256 }, (_, b) =>
-  Object.freeze({ kind: "bytes" as const, ranges: Object.freeze([Object.freeze([b, b] as const)]) }));
+const BYTE_LITS: readonly ByteSym[] = Array.from({ length: 256 }, (_, b) => ({ kind: "bytes", ranges: [[b, b]] }));
 
 export function ruleSym(rule: number): RuleSym {
   return { kind: "rule", rule };

@@ -138,9 +138,16 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const kernels: number[][] = [];
   const accepting: number[] = [];
   const callSeeds: (readonly [number, number[]])[][] = [];
-  // Subset states by a hash of (accept, kernel, calls), then compared item by item: string keys
-  // of whole kernels were most of this function's garbage.
-  const stateIds = new Map<number, number[]>();
+  // Subset states by a hash of (accept, kernel, calls), in an open-addressing table of state ids
+  // (linear probing, at most half full), then compared item by item: string keys of whole kernels,
+  // and later a Map of one bucket array per state, were most of what this function left for the
+  // garbage collector to copy.
+  let slots = new Int32Array(1 << 12).fill(-1);
+  let stateHash = new Int32Array(1 << 11);
+  const slotOf = (h: number): number => {
+    const i = Math.imul(h ^ (h >>> 16), 0x45d9f3b);
+    return (i ^ (i >>> 16)) & (slots.length - 1);
+  };
   const sameState = (id: number, accept: boolean, kernel: readonly number[], callList: readonly (readonly [number, number[]])[]): boolean => {
     if ((accepting[id] === 1) !== accept) return false;
     const k = kernels[id]!, cl = callSeeds[id]!;
@@ -195,14 +202,27 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       }
       h ^= kernel.length + (callList.length << 20);
       h &= 0x3fffffff; // a small integer: a map key V8 neither boxes nor hashes as a double
-      const bucket = stateIds.get(h);
-      const known = bucket?.find((k) => sameState(k, accept, kernel, callList));
-      if (known !== undefined) id = known;
+      let i = slotOf(h);
+      let known = -1;
+      for (; slots[i] !== -1; i = (i + 1) & (slots.length - 1)) {
+        const k = slots[i]!;
+        if (stateHash[k] === h && sameState(k, accept, kernel, callList)) { known = k; break; }
+      }
+      if (known >= 0) id = known;
       else {
         id = kernels.length;
         if (id >= maxStates) throw new GrammarLimitError("maxGrammarStates", id + 1, maxStates, Infinity, opts.name);
-        if (bucket) bucket.push(id);
-        else stateIds.set(h, [id]);
+        if (id === stateHash.length) { const grown = new Int32Array(2 * id); grown.set(stateHash); stateHash = grown; }
+        stateHash[id] = h;
+        slots[i] = id;
+        if (2 * (id + 1) > slots.length) {
+          slots = new Int32Array(2 * slots.length).fill(-1);
+          for (let k = 0; k <= id; k++) {
+            let j = slotOf(stateHash[k]!);
+            while (slots[j] !== -1) j = (j + 1) & (slots.length - 1);
+            slots[j] = k;
+          }
+        }
         kernels.push(kernel);
         accepting.push(accept ? 1 : 0);
         callSeeds.push(callList);
@@ -324,7 +344,8 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const n = kernels.length;
   succStart.push(succs.length);
 
-  const callPairs: (readonly [number, number])[][] = rawCalls.map((es) => es.map(([, st, rt]) => [st, rt] as const)); // (edges have st, rt ≥ 0)
+  const NO_PAIRS: (readonly [number, number])[] = [];
+  const callPairs: (readonly [number, number])[][] = rawCalls.map((es) => (es === NO_EDGES ? NO_PAIRS : es.map(([, st, rt]) => [st, rt] as const))); // (edges have st, rt ≥ 0)
   const { prod, live: reach } = trimPda(n, initial, (s) => accepting[s] === 1,
     (s, f) => { for (let k = succStart[s]!; k < succStart[s + 1]!; k++) f(succs[k]!); }, (s) => callPairs[s]!);
   if (!prod[initial]) return emptyLanguage(cfg);
