@@ -33,27 +33,43 @@ export function productiveRules(rules: readonly CfgRule[]): boolean[] {
  * rules would take 10,000 passes of a naive fixpoint).
  */
 function leastFixpoint(rules: readonly CfgRule[], usable: (s: Sym) => boolean): boolean[] {
-  const holds = rules.map(() => false);
-  const pending: number[] = [];
-  const altRule: number[] = [];
-  const users: number[][] = rules.map(() => []);
-  const work: number[] = [];
-  rules.forEach((r, i) => {
+  const R = rules.length;
+  const holds = new Array<boolean>(R).fill(false);
+  // Per rule, the usable alternatives that use it (once per use), as CSR arrays: counted in one
+  // pass, filled in a second (an array per rule lived as long as the grammar).
+  const userAt = new Int32Array(R + 1);
+  let nAlts = 0;
+  for (const r of rules) {
     for (const a of r.alts) {
       if (!a.every(usable)) continue;
-      const k = altRule.length;
-      altRule.push(i);
-      let n = 0;
-      for (const s of a) if (s.kind === "rule") { users[s.rule]!.push(k); n++; }
-      pending.push(n);
-      if (n === 0 && !holds[i]) { holds[i] = true; work.push(i); }
+      nAlts++;
+      for (const s of a) if (s.kind === "rule") userAt[s.rule + 1]!++;
     }
-  });
+  }
+  for (let i = 0; i < R; i++) userAt[i + 1]! += userAt[i]!;
+  const users = new Int32Array(userAt[R]!);
+  const fill = userAt.slice(0, R);
+  const pending = new Int32Array(nAlts);
+  const altRule = new Int32Array(nAlts);
+  const work: number[] = [];
+  let k = 0;
+  for (let i = 0; i < R; i++) {
+    for (const a of rules[i]!.alts) {
+      if (!a.every(usable)) continue;
+      altRule[k] = i;
+      let n = 0;
+      for (const s of a) if (s.kind === "rule") { users[fill[s.rule]!++] = k; n++; }
+      pending[k] = n;
+      if (n === 0 && !holds[i]) { holds[i] = true; work.push(i); }
+      k++;
+    }
+  }
   while (work.length) {
     const r = work.pop()!;
-    for (const k of users[r]!) {
-      if (--pending[k]! === 0) {
-        const i = altRule[k]!;
+    for (let u = userAt[r]!; u < userAt[r + 1]!; u++) {
+      const alt = users[u]!;
+      if (--pending[alt]! === 0) {
+        const i = altRule[alt]!;
         if (!holds[i]) { holds[i] = true; work.push(i); }
       }
     }
@@ -261,11 +277,29 @@ export function compact(rules: readonly CfgRule[], keep: readonly boolean[], sta
   const map = new Array<number>(rules.length).fill(-1);
   let n = 0;
   rules.forEach((_, i) => { if (keep[i]) map[i] = n++; });
-  const remap = (s: Sym): Sym => (s.kind === "rule" ? { kind: "rule", rule: map[s.rule]! } : s);
+  // A symbol, an alternative and a rule whose numbers do not change are kept as they are (the
+  // rules before the first one dropped, and every reference to them).
+  const remapAlt = (a: Sym[]): Sym[] => {
+    let out: Sym[] | undefined;
+    for (let i = 0; i < a.length; i++) {
+      const s = a[i]!;
+      if (s.kind === "rule" && map[s.rule] !== s.rule) { out ??= a.slice(0, i); out.push({ kind: "rule", rule: map[s.rule]! }); }
+      else out?.push(s);
+    }
+    return out ?? a;
+  };
   const out: CfgRule[] = [];
   rules.forEach((r, i) => {
     if (!keep[i]) return;
-    out.push({ ...r, owner: map[r.owner]! >= 0 ? map[r.owner]! : map[i]!, alts: r.alts.map((a) => a.map(remap)) });
+    const owner = map[r.owner]! >= 0 ? map[r.owner]! : map[i]!;
+    let alts = r.alts;
+    for (let k = 0; k < r.alts.length; k++) {
+      const a = remapAlt(r.alts[k]!);
+      if (a === r.alts[k]) continue;
+      if (alts === r.alts) alts = r.alts.slice();
+      alts[k] = a;
+    }
+    out.push(owner === r.owner && alts === r.alts ? r : { ...r, owner, alts });
   });
   return { rules: out, start: map[start]! };
 }
