@@ -11,7 +11,7 @@
  *
  * `--young-mb M` sizes the worker's young generation (V8's default is 48 MB: three 16 MB
  * semi-spaces), as `node --max-semi-space-size=M/3` would a process: a host tuning that specc's
- * compile is sensitive to (README, "Performance"); the default leaves V8's.
+ * compile is sensitive to (README, "JSON Schema", host tuning); the default leaves V8's.
  *
  *   npm run maskbench -- [--sample N | --limit N] [--names REGEX] [--engines specc,xgrammar]
  *                        [--budget-s S] [--young-mb M] [--out FILE] [--fresh] [--report]

@@ -201,7 +201,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
         for (const x of xs) h = Math.imul(h ^ x, 0xc2b2ae35);
       }
       h ^= kernel.length + (callList.length << 20);
-      h &= 0x3fffffff; // a small integer: a map key V8 neither boxes nor hashes as a double
+      h &= 0x3fffffff; // a small integer (never a boxed heap number)
       let i = slotOf(h);
       let known = -1;
       for (; slots[i] !== -1; i = (i + 1) & (slots.length - 1)) {
