@@ -272,8 +272,6 @@ export function unreachableWarnings(rules: readonly CfgRule[], start: number, re
 
 /** Keeps the rules marked in `keep`, renumbering references. */
 export function compact(rules: readonly CfgRule[], keep: readonly boolean[], start: number): { rules: CfgRule[]; start: number } {
-  // Every rule kept (the usual case): the renumbering is the identity, so the rules stay as they are.
-  if (keep.length === rules.length && keep.every(Boolean)) return { rules: [...rules], start };
   const map = new Array<number>(rules.length).fill(-1);
   let n = 0;
   rules.forEach((_, i) => { if (keep[i]) map[i] = n++; });

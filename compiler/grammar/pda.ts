@@ -41,6 +41,7 @@
 import { SpecError } from "../diagnostics.js";
 import { ByteFlag } from "../ir.js";
 import { minimize } from "../automata/minimize.js";
+import { IdTable } from "./id-table.js";
 import type { Cfg } from "./cfg.js";
 import {
   DEFAULT_MAX_GRAMMAR_STATES, END, GrammarLimitError, K_BYTES, MAX_CLOSURE_WORK, buildNetwork, itemClosure, mergeClasses, setClasses,
@@ -138,17 +139,15 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const kernels: number[][] = [];
   const accepting: number[] = [];
   const callSeeds: (readonly [number, number[]])[][] = [];
-  // Subset states by a hash of (accept, kernel, calls), in an open-addressing table of state ids
-  // (linear probing, at most half full), then compared item by item: string keys of whole kernels,
-  // and later a Map of one bucket array per state, were most of what this function left for the
-  // garbage collector to copy.
-  let slots = new Int32Array(1 << 12).fill(-1);
-  let stateHash = new Int32Array(1 << 11);
-  const slotOf = (h: number): number => {
-    const i = Math.imul(h ^ (h >>> 16), 0x45d9f3b);
-    return (i ^ (i >>> 16)) & (slots.length - 1);
-  };
-  const sameState = (id: number, accept: boolean, kernel: readonly number[], callList: readonly (readonly [number, number[]])[]): boolean => {
+  // Subset states by a hash of (accept, kernel, calls), then compared item by item (id-table.ts):
+  // string keys of whole kernels, and later a Map of one bucket array per state, were most of what
+  // this function left for the garbage collector to copy.
+  const stateIds = new IdTable();
+  let qAccept = false;
+  let qKernel: readonly number[] = [];
+  let qCalls: readonly (readonly [number, number[]])[] = [];
+  const sameState = (id: number): boolean => {
+    const accept = qAccept, kernel = qKernel, callList = qCalls;
     if ((accepting[id] === 1) !== accept) return false;
     const k = kernels[id]!, cl = callSeeds[id]!;
     if (k.length !== kernel.length || cl.length !== callList.length) return false;
@@ -201,28 +200,12 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
         for (const x of xs) h = Math.imul(h ^ x, 0xc2b2ae35);
       }
       h ^= kernel.length + (callList.length << 20);
-      h &= 0x3fffffff; // a small integer (never a boxed heap number)
-      let i = slotOf(h);
-      let known = -1;
-      for (; slots[i] !== -1; i = (i + 1) & (slots.length - 1)) {
-        const k = slots[i]!;
-        if (stateHash[k] === h && sameState(k, accept, kernel, callList)) { known = k; break; }
-      }
-      if (known >= 0) id = known;
-      else {
+      qAccept = accept; qKernel = kernel; qCalls = callList;
+      id = stateIds.find(h, sameState);
+      if (id < 0) {
         id = kernels.length;
         if (id >= maxStates) throw new GrammarLimitError("maxGrammarStates", id + 1, maxStates, Infinity, opts.name);
-        if (id === stateHash.length) { const grown = new Int32Array(2 * id); grown.set(stateHash); stateHash = grown; }
-        stateHash[id] = h;
-        slots[i] = id;
-        if (2 * (id + 1) > slots.length) {
-          slots = new Int32Array(2 * slots.length).fill(-1);
-          for (let k = 0; k <= id; k++) {
-            let j = slotOf(stateHash[k]!);
-            while (slots[j] !== -1) j = (j + 1) & (slots.length - 1);
-            slots[j] = k;
-          }
-        }
+        stateIds.add(h, id);
         kernels.push(kernel);
         accepting.push(accept ? 1 : 0);
         callSeeds.push(callList);

@@ -69,6 +69,7 @@
  * `maxGrammarStates`, whose hint suggests a smaller --max-depth.
  */
 import { componentsOf } from "./analyze.js";
+import { IdTable } from "./id-table.js";
 import { SpecError, SpecLimitError } from "../diagnostics.js";
 import { liveness, minimize } from "../automata/minimize.js";
 import type { ByteSym, Cfg } from "./cfg.js";
@@ -269,32 +270,18 @@ export function buildNetwork(cfg: Cfg, called?: ReadonlySet<number>): Network {
   const { sites, out } = callGraph(cfg, called);
   const net: Network = { kind: [K_END], arg: [0], next: [0], cut: [0], entries: [], byteSets: [] };
   const setIds = new Map<string | number, number>();
-  // Positions are interned in an open-addressing table of position ids over their own fields (a
-  // Map keyed by the fields packed into one number was most of this function: those keys pass
-  // 2^31, so each was a heap number, hashed as a double).
-  let slots = new Int32Array(1024).fill(-1);
-  const slotOf = (kind: number, arg: number, next: number, cut: number): number => {
-    const m = slots.length - 1;
-    let h = Math.imul(Math.imul(arg, 0x9e3779b1) ^ Math.imul(next, 0x85ebca6b) ^ (kind * 2 + cut), 0xc2b2ae35);
-    h = (h ^ (h >>> 15)) & m;
-    for (;;) {
-      const id = slots[h]!;
-      if (id < 0 || (net.arg[id] === arg && net.next[id] === next && net.kind[id] === kind && net.cut[id] === cut)) return h;
-      h = (h + 1) & m;
-    }
-  };
+  // Positions are interned by their own fields (id-table.ts; END, position 0, never is).
+  const posIds = new IdTable();
+  let qKind = 0, qArg = 0, qNext = 0, qCut = 0;
+  const samePos = (id: number): boolean => net.arg[id] === qArg && net.next[id] === qNext && net.kind[id] === qKind && net.cut[id] === qCut;
   const intern = (kind: number, arg: number, next: number, cut: number): number => {
-    const h = slotOf(kind, arg, next, cut);
-    let id = slots[h]!;
+    qKind = kind; qArg = arg; qNext = next; qCut = cut;
+    const h = Math.imul(arg, 0x9e3779b1) ^ Math.imul(next, 0x85ebca6b) ^ (kind * 2 + cut);
+    let id = posIds.find(h, samePos);
     if (id < 0) {
       id = net.kind.length;
       net.kind.push(kind); net.arg.push(arg); net.next.push(next); net.cut.push(cut);
-      slots[h] = id;
-      if (2 * id > slots.length) {
-        // Over half full: twice the slots, every position (but END, never interned) placed again.
-        slots = new Int32Array(2 * slots.length).fill(-1);
-        for (let p = 1; p < net.kind.length; p++) slots[slotOf(net.kind[p]!, net.arg[p]!, net.next[p]!, net.cut[p]!)] = p;
-      }
+      posIds.add(h, id);
     }
     return id;
   };
