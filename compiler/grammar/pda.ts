@@ -47,6 +47,7 @@ import {
   DEFAULT_MAX_GRAMMAR_STATES, END, GrammarLimitError, K_BYTES, MAX_CLOSURE_WORK, buildNetwork, itemClosure, mergeClasses, setClasses,
   type ClosureBudget, type GrammarDfa,
 } from "./regular.js";
+import { sortByFirst, sortNumbers } from "./small-sort.js";
 
 /** Most stack frames (pending nested constructs) a configuration may hold; the runtime uses the same. */
 export const PDA_MAX_STACK = 1024;
@@ -130,7 +131,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       const ns = next === END ? st : push(st, next);
       for (const e of net.entries[rule]!) add(ns * P + e);
     }, budget);
-    const callList = calls ? [...calls].map(([rule, r]) => [rule, [...new Set(r)].sort((a, b) => a - b)] as const).sort((a, b) => a[0] - b[0]) : NO_CALLS;
+    const callList = calls ? sortByFirst([...calls].map(([rule, r]) => [rule, sortNumbers([...new Set(r)])] as const)) : NO_CALLS;
     hit = { kernel, accept, callList, state: undefined };
     itemMemo.set(seed, hit);
     return hit;
@@ -187,8 +188,8 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
           for (const x of rets) set.add(x);
         }
       }
-      kernel = [...all].sort((a, b) => a - b);
-      callList = [...calls.entries()].sort((a, b) => a[0] - b[0]).map(([r, set]) => [r, [...set].sort((a, b) => a - b)] as const);
+      kernel = sortNumbers([...all]);
+      callList = sortByFirst([...calls.entries()]).map(([r, set]) => [r, sortNumbers([...set])] as const);
     }
     let id: number;
     if (kernel.length === 0 && !accept && callList.length === 0) id = -1;
@@ -240,6 +241,14 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   let bits = new Int32Array(nClasses);
   const usedBuf = new Int32Array(nClasses); // classes some kernel item reads, `nUsed` of them
   let nUsed = 0;
+  // Scratch reused from state to state (a state's own arrays were most of what this loop left
+  // for the collector): the kernel's distinct class lists and their bits, the successors found
+  // (first class, state), the seeds of one successor.
+  let lists = new Int32Array(16);
+  let listBits = new Int32Array(16);
+  let groups = new Int32Array(32);
+  const seeds: number[] = [];
+  const oneSeed = [0];
   const succOf = (it: number): number => { const pos = it % P; return it - pos + net.next[pos]!; };
   // Per state, its distinct byte successors (`succs` from succStart[s]): what trimming walks,
   // instead of every class of the row.
@@ -258,7 +267,8 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       // One item (a literal's next byte, a trie's node): every class it reads goes to one state.
       const cs = classLists[listOfPos[kernel[0]! % P]!]!;
       if (cs.length > 0) {
-        const t = stateOf([succOf(kernel[0]!)]);
+        oneSeed[0] = succOf(kernel[0]!);
+        const t = stateOf(oneSeed);
         for (const c of cs) trans[row + c] = t;
         if (t >= 0) succs.push(t);
       }
@@ -267,15 +277,17 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       if (bits.length < nClasses * W) bits = new Int32Array(nClasses * W);
       // The kernel's items as bitsets per class list (a kernel holds few distinct lists), then
       // each list's bits OR-ed into the classes it reads.
-      const lists: number[] = [];
-      const listBits: number[] = [];
+      if (lists.length < kernel.length) lists = new Int32Array(2 * kernel.length);
+      if (listBits.length < kernel.length * W) listBits = new Int32Array(2 * kernel.length * W);
+      let nLists = 0;
       for (let k = 0; k < kernel.length; k++) {
         const l = listOfPos[kernel[k]! % P]!;
-        let j = lists.indexOf(l);
-        if (j < 0) { j = lists.length; lists.push(l); for (let w = 0; w < W; w++) listBits.push(0); }
+        let j = 0;
+        while (j < nLists && lists[j] !== l) j++;
+        if (j === nLists) { lists[nLists++] = l; for (let w = 0; w < W; w++) listBits[j * W + w] = 0; }
         listBits[j * W + (k >>> 5)]! |= 1 << (k & 31);
       }
-      for (let j = 0; j < lists.length; j++) {
+      for (let j = 0; j < nLists; j++) {
         for (const c of classLists[lists[j]!]!) {
           let fresh = true;
           for (let w = 0; w < W; w++) { if (bits[c * W + w] !== 0) fresh = false; bits[c * W + w]! |= listBits[j * W + w]!; }
@@ -289,27 +301,30 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
         for (; b >= 0 && usedBuf[b]! > c; b--) usedBuf[b + 1] = usedBuf[b]!;
         usedBuf[b + 1] = c;
       }
-      const used = usedBuf.subarray(0, nUsed);
-      const groups: number[] = []; // per distinct successor: its first class, then its state
-      for (const c of used) {
+      if (groups.length < 2 * nUsed) groups = new Int32Array(4 * nUsed);
+      let nGroups = 0; // (groups: per distinct successor, its first class, then its state)
+      for (let u = 0; u < nUsed; u++) {
+        const c = usedBuf[u]!;
         let g = 0;
-        for (; g < groups.length; g += 2) {
+        for (; g < nGroups; g += 2) {
           const o = groups[g]! * W;
           let same = true;
           for (let w = 0; w < W && same; w++) same = bits[o + w] === bits[c * W + w];
           if (same) break;
         }
-        if (g === groups.length) {
-          const seeds: number[] = [];
+        if (g === nGroups) {
+          seeds.length = 0;
           for (let k = 0; k < kernel.length; k++) {
             if ((bits[c * W + (k >>> 5)]! >>> (k & 31)) & 1) { const x = succOf(kernel[k]!); if (!seeds.includes(x)) seeds.push(x); }
           }
-          groups.push(c, stateOf(seeds.length > 1 ? seeds.sort((a, b) => a - b) : seeds));
+          groups[nGroups] = c;
+          groups[nGroups + 1] = stateOf(sortNumbers(seeds));
+          nGroups += 2;
         }
         trans[row + c] = groups[g + 1]!;
       }
-      for (let g = 1; g < groups.length; g += 2) if (groups[g]! >= 0) succs.push(groups[g]!);
-      for (const c of used) for (let w = 0; w < W; w++) bits[c * W + w] = 0; // (fill's call costs more for W = 1, the usual)
+      for (let g = 1; g < nGroups; g += 2) if (groups[g]! >= 0) succs.push(groups[g]!);
+      for (let u = 0; u < nUsed; u++) { const c = usedBuf[u]!; for (let w = 0; w < W; w++) bits[c * W + w] = 0; } // (fill's call costs more for W = 1, the usual)
       nUsed = 0;
     }
     if (callSeeds[s]!.length === 0) rawCalls.push(NO_EDGES);

@@ -73,6 +73,7 @@ import { IdTable } from "./id-table.js";
 import { SpecError, SpecLimitError } from "../diagnostics.js";
 import { liveness, minimize } from "../automata/minimize.js";
 import type { ByteSym, Cfg } from "./cfg.js";
+import { sortNumbers } from "./small-sort.js";
 
 export const DEFAULT_MAX_DEPTH = 8;
 export const DEFAULT_MAX_GRAMMAR_STATES = 100_000;
@@ -377,8 +378,7 @@ export function itemClosure(
       else add(stParent[st]! * P + stPos[st]!);
     } else onCall(st, pos, add);
   }
-  kernel.sort((a, b) => a - b);
-  return { kernel, accept };
+  return { kernel: sortNumbers(kernel), accept };
 }
 
 // ───────────────────────────── subset construction ─────────────────────────────
@@ -443,7 +443,7 @@ export function grammarToDfa(cfg: Cfg, opts: GrammarDfaOptions = {}): GrammarDfa
     else {
       const all = new Set<number>();
       for (const s of seeds) { const c = closeItem(s); accept ||= c.accept; for (const x of c.kernel) all.add(x); }
-      kernel = [...all].sort((a, b) => a - b);
+      kernel = sortNumbers([...all]);
     }
     let id: number;
     if (kernel.length === 0 && !accept) id = -1;
@@ -592,7 +592,7 @@ export function withSurroundingWhitespace(g: GrammarDfa): GrammarDfa {
   const addG = (out: Set<number>, q: number) => { out.add(q); if (g.accepting[q]) out.add(T); };
   const intern = (out: Set<number>): number => {
     if (out.size === 0) return -1;
-    const arr = [...out].sort((a, b) => a - b);
+    const arr = sortNumbers([...out]);
     const key = arr.join(",");
     let id = setIds.get(key);
     if (id === undefined) { id = sets.length; setIds.set(key, id); sets.push(arr); }

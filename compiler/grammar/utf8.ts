@@ -14,6 +14,7 @@
  * prefix spans the full 80–BF; then each byte position is one range and every byte string in the
  * product is a valid encoding of a code point in the range (and nothing else). print.ts inverts it.
  */
+import { sortByFirst } from "./small-sort.js";
 
 /** An inclusive code point range. */
 export type CpRange = readonly [number, number];
@@ -36,7 +37,7 @@ export function normalizeCodePoints(ranges: readonly CpRange[]): CpRange[] {
       if (hi > SURROGATE_HI) pieces.push([SURROGATE_HI + 1, hi]);
     }
   }
-  pieces.sort((a, b) => a[0] - b[0]);
+  sortByFirst(pieces);
   const out: [number, number][] = [];
   for (const [lo, hi] of pieces) {
     const last = out[out.length - 1];
