@@ -44,36 +44,33 @@ const MAX_MACHINE = 256;
 /** Per state: its key (the machine's hash and the state's place), and the machine's whole shape. */
 export interface SummaryKeys {
   keys: (string | undefined)[];
-  machines: (string | undefined)[];
+  /** State q's machine's whole shape, written out on the first ask (undefined: q has no key). */
+  machine(q: number): string | undefined;
 }
 
-/** Two 32-bit FNV-1a lanes over a string: the key's hash (the shape itself is compared on use). */
-function hash(text: string): string {
-  let a = 0x811c9dc5, b = 0x01000193 ^ text.length;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995) ^ (b >>> 15);
-  }
-  return `${(a >>> 0).toString(36)}.${(b >>> 0).toString(36)}`;
-}
-
-/** Per state, its key, or undefined (not in a called machine, or no canonical order). */
+/**
+ * Per state, its key, or undefined (not in a called machine, or no canonical order). A machine's
+ * shape is hashed as it is walked (two 32-bit lanes over the numbers it is written with) and
+ * written out only where a cache asks (`machine`): joining every called machine's shape into a
+ * string at every load was ~5 ms of a large schema's.
+ */
 export function summaryKeys(dfa: ByteDfa): SummaryKeys {
   const { nStates: n, nClasses: nc, classMap, trans, flags, envNext } = dfa;
   const calls = dfa.calls ?? [];
   const keys: (string | undefined)[] = new Array(n);
-  const shapes: (string | undefined)[] = new Array(n);
   // The byte row of a state is read as runs of the class map (bytes of one class side by side):
   // the same runs of targets as byte by byte, a few dozen lookups instead of 256.
-  const runStarts: number[] = [];
-  for (let b = 0; b < 256; b++) if (b === 0 || classMap[b] !== classMap[b - 1]) runStarts.push(b);
+  const runs: number[] = [];
+  for (let b = 0; b < 256; b++) if (b === 0 || classMap[b] !== classMap[b - 1]) runs.push(b);
+  const runStarts = Int32Array.from(runs);
+  const runClass = runStarts.map((b) => classMap[b]!);
   // The called machines' start states, each once.
   const starts = [...new Set(calls.flatMap((cs) => cs.map(([st]) => st)))];
-  // Breadth-first from s, writing the shape as it goes: a state's targets have their canonical
-  // index (`idx`, -1: not reached) as soon as they are visited. Undefined: no key.
+  // Breadth-first from s: a state's targets have their canonical index (`idx`, -1: not reached) as
+  // soon as they are visited. Each number of the shape goes to `put` (the hash, or the shape
+  // written out). Returns the states in canonical order, or undefined: no key.
   const idx = new Int32Array(n).fill(-1);
-  const reach = (s: number): { order: number[]; shape?: string } => {
+  const walk = (s: number, put: (x: number) => void): number[] | undefined => {
     const order = [s];
     idx[s] = 0;
     const visit = (t: number): number => {
@@ -81,43 +78,62 @@ export function summaryKeys(dfa: ByteDfa): SummaryKeys {
       if (idx[t] === -1) { idx[t] = order.length; order.push(t); }
       return idx[t]!;
     };
-    const parts: number[] = [];
-    for (let i = 0; i < order.length; i++) {
-      if (order.length > MAX_MACHINE) return { order };
+    let ok = true;
+    for (let i = 0; i < order.length && ok; i++) {
       const q = order[i]!;
-      const cs = calls[q] ?? [];
-      if (cs.length > 1) return { order };
-      parts.push(-1, flags[q]!);
+      const cs = calls[q];
+      if (order.length > MAX_MACHINE || (cs !== undefined && cs.length > 1)) { ok = false; break; }
+      put(-1); put(flags[q]!);
       // The byte row as runs: (first byte, target) where the target changes.
       let prev = -3;
-      for (const b of runStarts) {
-        const ti = visit(trans[q * nc + classMap[b]!]!);
-        if (ti !== prev) { parts.push(b, ti); prev = ti; }
+      const row = q * nc;
+      for (let r = 0; r < runStarts.length; r++) {
+        const ti = visit(trans[row + runClass[r]!]!);
+        if (ti !== prev) { put(runStarts[r]!); put(ti); prev = ti; }
       }
-      parts.push(-2, visit(envNext[q]!));
-      for (const [st, rt] of cs) parts.push(-3, visit(st), visit(rt));
+      put(-2); put(visit(envNext[q]!));
+      if (cs !== undefined && cs.length === 1) { put(-3); put(visit(cs[0]![0])); put(visit(cs[0]![1])); }
     }
-    return { order, shape: parts.join(",") };
-  };
-  const machines: { order: number[]; key: string; shape: string }[] = [];
-  for (const s of starts) {
-    const { order, shape } = reach(s);
-    if (shape !== undefined) machines.push({ order, shape, key: hash(shape) });
     for (const q of order) idx[q] = -1;
+    return ok ? order : undefined;
+  };
+  let ha = 0, hb = 0;
+  const hashIn = (x: number): void => {
+    ha = Math.imul(ha ^ x, 0x01000193);
+    hb = Math.imul(hb ^ x, 0x5bd1e995) ^ (hb >>> 15);
+  };
+  const machines: { start: number; order: number[]; key: string }[] = [];
+  for (const s of starts) {
+    ha = 0x811c9dc5;
+    hb = 0x01000193;
+    const order = walk(s, hashIn);
+    if (order !== undefined) machines.push({ start: s, order, key: `${(ha >>> 0).toString(36)}.${(hb >>> 0).toString(36)}.${order.length.toString(36)}` });
   }
   // Smallest machines first, so that a machine's states take its own key, not a caller's.
   machines.sort((a, b) => a.order.length - b.order.length);
-  for (const { order, key, shape } of machines) {
+  const machineOf = new Int32Array(n).fill(-1);
+  machines.forEach(({ order, key }, m) => {
     for (let i = 0; i < order.length; i++) {
       const q = order[i]!;
-      if (keys[q] === undefined) { keys[q] = `${key}#${i}`; shapes[q] = shape; }
+      if (keys[q] === undefined) { keys[q] = `${key}#${i}`; machineOf[q] = m; }
     }
-  }
-  return { keys, machines: shapes };
+  });
+  const shapes: string[] = [];
+  const machine = (q: number): string | undefined => {
+    const m = q >= 0 && q < n ? machineOf[q]! : -1;
+    if (m < 0) return undefined;
+    if (shapes[m] === undefined) {
+      const parts: number[] = [];
+      walk(machines[m]!.start, (x) => parts.push(x));
+      shapes[m] = parts.join(",");
+    }
+    return shapes[m];
+  };
+  return { keys, machine };
 }
 
 /** Gives each keyed state whose summary the cache has that summary. Returns how many it installed. */
-export function installSummaries(ex: SummaryExports, { keys, machines }: SummaryKeys, cache: Map<string, Summary>): number {
+export function installSummaries(ex: SummaryExports, { keys, machine }: SummaryKeys, cache: Map<string, Summary>): number {
   if (!ex.sym_install || cache.size === 0) return 0;
   const words = ex.mask_words();
   let installed = 0;
@@ -125,7 +141,7 @@ export function installSummaries(ex: SummaryExports, { keys, machines }: Summary
     const k = keys[q];
     const s = k === undefined ? undefined : cache.get(k);
     // The whole shape compared: a hash that collides installs nothing.
-    if (!s || s.mask.length !== words || s.machine !== machines[q]) continue;
+    if (!s || s.mask.length !== words || s.machine !== machine(q)) continue;
     const src = ex.out_ptr(4 * words + 4 * s.front.length);
     const buf = ex.memory.buffer;
     new Int32Array(buf, src, words).set(s.mask);
@@ -141,7 +157,7 @@ export function installSummaries(ex: SummaryExports, { keys, machines }: Summary
  */
 export function keepSummaries(ex: SummaryExports, keysOf: () => SummaryKeys, cache: Map<string, Summary>): void {
   if (!ex.sym_get || cache.size >= MAX_KEPT) return;
-  const { keys, machines } = keysOf();
+  const { keys, machine } = keysOf();
   const words = ex.mask_words();
   for (let q = 0; q < keys.length && cache.size < MAX_KEPT; q++) {
     const k = keys[q];
@@ -152,7 +168,7 @@ export function keepSummaries(ex: SummaryExports, keysOf: () => SummaryKeys, cac
     const f = ex.sym_get(q, 1);
     const n = new Uint32Array(buf, f, 1)[0]!;
     cache.set(k, {
-      machine: machines[q]!,
+      machine: machine(q)!,
       mask: new Int32Array(buf, base, words).slice(),
       front: new Uint32Array(buf, f, n + 1).slice(),
       deepest: ex.sym_get(q, 2),

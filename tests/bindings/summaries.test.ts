@@ -69,6 +69,10 @@ describe("pushdown summaries kept from spec to spec", () => {
     expect(summaryKeys(renumbered).keys[1]).toBe(k[3]);
     expect(summaryKeys(other).keys[2]).not.toBe(k[2]);
     expect(summaryKeys(longer).keys[2]).not.toBe(k[2]);
+    // The whole shape, written out on asking: the same for the same machine, another for another.
+    expect(summaryKeys(renumbered).machine(1)).toBe(summaryKeys(one).machine(2));
+    expect(summaryKeys(other).machine(2)).not.toBe(summaryKeys(one).machine(2));
+    expect(summaryKeys(one).machine(0)).toBeUndefined();
     // M's end no longer ends: another key.
     expect(summaryKeys(pda(4, { 0: {}, 2: { x: 3 }, 3: { x: 3 } }, { 0: [[2, 1]] }, [1])).keys[2]).not.toBe(k[2]);
     // A state with two call edges has no canonical order: its machine gets no key.
@@ -134,6 +138,8 @@ describe("pushdown summaries kept from spec to spec", () => {
     const right = await Spec.load(s0!, { vocab: await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama3_1")) });
     expect(installSummaries(right.exports, right.summaryKeys(), cache)).toBe(cache.size);
     expect(await masksAlong(right, ids)).toEqual(await masksAlong(fresh, ids));
-    expect(summaryKeys(first.dfa)).toEqual(first.summaryKeys());
+    const again = summaryKeys(first.dfa);
+    expect(again.keys).toEqual(first.summaryKeys().keys);
+    for (let q = 0; q < again.keys.length; q++) expect(again.machine(q)).toBe(first.summaryKeys().machine(q));
   });
 });
