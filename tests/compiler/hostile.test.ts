@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { compileGrammarSource, compileSource, compileToWasm, type CompiledGrammar } from "../../compiler/compile.js";
-import { SpecLimitError } from "../../compiler/diagnostics.js";
+import { SpecError, SpecLimitError } from "../../compiler/diagnostics.js";
+import { parseJsonSource, spanOfPointer } from "../../compiler/jsonschema/json-source.js";
 import { Spec } from "../../bindings/spec.js";
 
 async function accepts(c: CompiledGrammar, texts: string[]): Promise<boolean[]> {
@@ -86,6 +87,31 @@ describe("deep nesting is a positioned limit, never a stack overflow", () => {
     expect(compileGrammarSource(g(256), "ok.gbnf").byteDfa.nStates).toBe(2);
     expect(limitOf(() => compileGrammarSource(g(257), "deep.gbnf"))).toEqual({ limit: "maxNesting", line: 1, col: 10 + 256 });
     expect(limitOf(() => compileGrammarSource(g(999), "deep.gbnf"))).toEqual({ limit: "maxNesting", line: 1, col: 10 + 256 });
+  });
+
+  it("JSON text: values 256 containers deep parse, 257 deep (and 5,000) are maxJsonNesting at that value; a string full of brackets parses", () => {
+    const deep = (n: number) => `{"const": ${"[".repeat(n)}1${"]".repeat(n)}}`;
+    expect(limitOf(() => parseJsonSource(deep(255), "ok.schema.json"))).toBe("none");
+    // The object is level 0 and the arrays 1..n: the 1 inside 256 arrays is a value at level 257.
+    expect(limitOf(() => parseJsonSource(deep(256), "deep.schema.json"))).toEqual({ limit: "maxJsonNesting", line: 1, col: 11 + 256 });
+    expect(limitOf(() => parseJsonSource(deep(4999), "deep.schema.json"))).toEqual({ limit: "maxJsonNesting", line: 1, col: 11 + 256 });
+    // 257 open containers, the innermost empty: no value lies that deep, as the positioned parser counts.
+    expect(limitOf(() => parseJsonSource(`${"[".repeat(257)}${"]".repeat(257)}`, "empty.json"))).toBe("none");
+    const inString = `{"description": "${"[{".repeat(300)} \\\" ${"[".repeat(300)}", "type": "string"}`;
+    expect(parseJsonSource(inString, "s.schema.json").value).toEqual(JSON.parse(inString));
+  });
+
+  it("JSON text: a pointer's position is read on the first ask; invalid JSON is worded with its position", () => {
+    const text = '{\n  "properties": {\n    "date": {"type": "string", "format": "dat"}\n  }\n}';
+    const src = parseJsonSource(text, "p.schema.json");
+    expect(src.value).toEqual(JSON.parse(text));
+    expect(spanOfPointer(src, "/properties/date/format")).toMatchObject({ line: 3, col: 32 });
+    expect(spanOfPointer(src, "/properties/date/nothing")).toMatchObject({ line: 3, col: 5 });
+    let err: SpecError | undefined;
+    try { parseJsonSource('{"type": "object",\n  }', "bad.schema.json"); } catch (e) { err = e as SpecError; }
+    expect(err?.code).toBe("E0901");
+    expect(err?.span).toMatchObject({ line: 2, col: 3 });
+    expect(err?.message).toMatch(/expected a property name/);
   });
 });
 
