@@ -228,7 +228,7 @@ class Converter {
       const late = (name: string) => Number(name.slice(1)) > n0;
       for (const k of [...this.rules.keys()]) if (late(k)) this.rules.delete(k);
       for (const [p, k] of [...this.refRules]) if (late(k)) this.refRules.delete(p);
-      for (const memo of [this.calledStrings, this.objectRules, this.trieNodes]) for (const [key, k] of [...memo]) if (late(k)) memo.delete(key);
+      for (const memo of [this.calledStrings, this.objectRules, this.trieNodes] as Map<unknown, string>[]) for (const [key, k] of [...memo]) if (late(k)) memo.delete(key);
       for (const k of [...this.called]) if (/^s\d+$/.test(k) && late(k)) this.called.delete(k);
       return null;
     }
@@ -946,7 +946,7 @@ class Converter {
    * gave warnings: each place names its own relaxed keywords.
    */
   private sharedObject(s: Record<string, unknown>, ptr: string): string {
-    const key = JSON.stringify(s);
+    const key = this.textId(s);
     const known = this.objectRules.get(key);
     if (known !== undefined) {
       this.called.add(known);
@@ -957,7 +957,27 @@ class Converter {
     if (this.warnings.length === warned) this.objectRules.set(key, rule);
     return rule;
   }
-  private readonly objectRules = new Map<string, string>();
+  private readonly objectRules = new Map<number, string>();
+
+  /**
+   * A number per distinct JSON text of a value (equal numbers ⇔ equal `JSON.stringify` texts),
+   * from its members' numbers, each object or array numbered once: JSON.stringify of every object
+   * schema wrote each nested object out again for every object around it (quadratic in the depth).
+   */
+  private textId(v: object): number {
+    let id = this.textIds.get(v);
+    if (id !== undefined) return id;
+    const part = (x: unknown): string => (typeof x === "object" && x !== null ? `#${this.textId(x)}` : JSON.stringify(x) ?? "");
+    const key = Array.isArray(v)
+      ? `[${v.map((x) => part(x) || "null").join(",")}]`
+      : `{${Object.entries(v).filter(([, x]) => part(x) !== "").map(([k, x]) => `${JSON.stringify(k)}:${part(x)}`).join(",")}}`;
+    id = this.texts.get(key);
+    if (id === undefined) this.texts.set(key, (id = this.texts.size));
+    this.textIds.set(v, id);
+    return id;
+  }
+  private readonly textIds = new WeakMap<object, number>();
+  private readonly texts = new Map<string, number>();
 
   private object(s: Record<string, unknown>, ptr: string): string {
     const props = isObj(s["properties"]) ? (s["properties"] as Record<string, unknown>) : {};

@@ -425,6 +425,20 @@ describe("an object written in many places, and the names an object excludes, ar
     expectAgreesWithAjv(six.accepts, validator(schema(6, obj)), texts, escaped);
   });
 
+  it("objects that differ only deep inside, or only in the order of their members, are not shared", async () => {
+    const inner = (n: number) => ({ type: "object", properties: { x: { type: "object", properties: { y: { type: "string", maxLength: n } }, required: ["y"] } }, required: ["x"] });
+    const deep = { type: "object", properties: { a: inner(2), b: inner(3) }, required: ["a", "b"] };
+    const { accepts } = await speccOf(deep);
+    expect(accepts('{"a":{"x":{"y":"ab"}},"b":{"x":{"y":"abc"}}}')).toBe(true);
+    expect(accepts('{"a":{"x":{"y":"abc"}},"b":{"x":{"y":"abc"}}}')).toBe(false);
+    // The same members written in another order are another object (its properties come in its order).
+    const ab = { type: "object", properties: { p: { type: "integer" }, q: { type: "boolean" } }, required: ["p", "q"] };
+    const ba = { type: "object", properties: { q: { type: "boolean" }, p: { type: "integer" } }, required: ["p", "q"] };
+    const two = await speccOf({ type: "object", properties: { u: ab, v: ba }, required: ["u", "v"] });
+    expect(two.accepts('{"u":{"p":1,"q":true},"v":{"q":true,"p":1}}')).toBe(true);
+    expect(two.accepts('{"u":{"p":1,"q":true},"v":{"p":1,"q":true}}')).toBe(false);
+  });
+
   it("six objects of the same names share the trie that refuses them; verdicts agree with ajv", async () => {
     const obj = (i: number) => ({ type: "object", properties: Object.fromEntries(names.map((n) => [n, { type: "string", maxLength: 10 + i }])) });
     const g = jsonSchemaToGbnf(JSON.stringify(schema(6, obj)), "a.schema.json");
