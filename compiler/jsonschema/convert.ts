@@ -181,7 +181,7 @@ class Converter {
     // (A name inside a quoted literal counts too: then a rule used once is called, which is exact.)
     const uses = new Map<string, number>();
     for (const body of [root, ...this.rules.values()]) {
-      for (const m of body.matchAll(/\bs\d+\b/g)) uses.set(m[0], (uses.get(m[0]) ?? 0) + 1);
+      for (const name of body.match(/\bs\d+\b/g) ?? []) uses.set(name, (uses.get(name) ?? 0) + 1);
     }
     for (const name of this.refRules.values()) {
       if ((uses.get(name) ?? 0) < 2) continue;

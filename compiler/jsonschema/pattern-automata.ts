@@ -9,6 +9,7 @@
  */
 import { complementCodePoints, type CpRange } from "../grammar/utf8.js";
 import { parseRegex, type RegexNode } from "./regex.js";
+import { sortNumbers } from "../grammar/small-sort.js";
 
 /** Past these an automaton is refused (a schema error the caller words). */
 export const MAX_NFA_STATES = 20_000;
@@ -91,7 +92,7 @@ export function closure(nfa: Nfa, set: Iterable<number>, budget: Budget): number
     seen.add(s);
     for (const t of nfa.eps[s]!) stack.push(t);
   }
-  return [...seen].sort((a, b) => a - b);
+  return sortNumbers([...seen]);
 }
 
 /** A pattern's NFA; PatternAutomatonError for a pattern regex.ts refuses, or past MAX_NFA_STATES. */
