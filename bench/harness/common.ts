@@ -135,7 +135,17 @@ export function machineInfo(): MachineInfo {
  * it is most of a first-visit mask's time when the mask lands on fresh pages (bench/results/
  * MASKBENCH-FULL.md): runs on machines whose figures differ are not comparable.
  */
-export interface MachineSpeed { loopMs: number; pageTouchUs: number }
+export interface MachineSpeed {
+  loopMs: number;
+  pageTouchUs: number;
+  /**
+   * Interruptions of a thread that only reads the clock (gaps over 10 µs: time the hypervisor or
+   * other processes took from it): how many a millisecond, their median length, and the share of
+   * the time they took. Each one lands inside whatever is being timed: with 2 a ms of 35 µs, a
+   * 20 µs mask has a 4% chance of being timed at over 50.
+   */
+  stalls?: { perMs: number; medianUs: number; share: number };
+}
 
 export function machineSpeed(): MachineSpeed {
   let loopMs = Infinity;
@@ -153,7 +163,24 @@ export function machineSpeed(): MachineSpeed {
   const t0 = now();
   for (let i = 0; i < bytes.length; i += PAGE) bytes[i] = 1 + (sink & 1);
   const pageTouchUs = since(t0) / 1e3 / (bytes.length / PAGE);
-  return { loopMs, pageTouchUs };
+  stalls(100); // (a first run counts V8's own pauses while it compiles the loop)
+  return { loopMs, pageTouchUs, stalls: stalls(200) };
+}
+
+/** MachineSpeed.stalls over `ms` milliseconds of reading the clock. */
+function stalls(ms: number): { perMs: number; medianUs: number; share: number } {
+  // (performance.now, not hrtime.bigint: a BigInt a read would make the collector's pauses part of the count.)
+  const gaps: number[] = [];
+  const t0 = performance.now();
+  const end = t0 + ms;
+  for (let last = t0; last < end;) {
+    const t = performance.now();
+    if (t - last > 0.01) gaps.push((t - last) * 1e3);
+    last = t;
+  }
+  gaps.sort((a, b) => a - b);
+  const lost = gaps.reduce((a, b) => a + b, 0);
+  return { perMs: gaps.length / ms, medianUs: gaps.length > 0 ? gaps[gaps.length >> 1]! : 0, share: lost / (ms * 1e3) };
 }
 
 // ---- Transcript → token steps ---------------------------------------------------------------------

@@ -137,7 +137,7 @@ export function renderReport(s: Map<string, EngineSummary>, source: string, spee
     "at some token or leaves it incomplete. Instances are replayed as `JSON.stringify(data)`. TBM: one mask (specc:",
     "`matcher.maskView()`, computed on first visit then cached; XGrammar: the binding's GetNextTokenBitmask); TTFM:",
     "compile + load with the vocabulary + first mask.",
-    ...(speed ? ["", `Machine speed when this report was written (bench/harness/common.ts \`machineSpeed\`): a fixed integer loop ${speed.loopMs.toFixed(1)} ms, the first write to a fresh memory page ${speed.pageTouchUs.toFixed(2)} µs. Timings of runs on machines whose figures differ are not comparable.`] : []),
+    ...(speed ? ["", `Machine speed when this report was written (bench/harness/common.ts \`machineSpeed\`): a fixed integer loop ${speed.loopMs.toFixed(1)} ms, the first write to a fresh memory page ${speed.pageTouchUs.toFixed(2)} µs${speed.stalls ? `, a busy thread interrupted ${speed.stalls.perMs.toFixed(2)} times a ms for ${speed.stalls.medianUs.toFixed(0)} µs (median), ${(100 * speed.stalls.share).toFixed(1)}% of its time: each interruption lands in whatever is being timed, so a mask of 15 µs or more may be timed past 50` : ""}. Timings of runs on machines whose figures differ are not comparable.`] : []),
     "",
     `| | ${engines.join(" | ")} |`,
     `| --- | ${engines.map(() => "---:").join(" | ")} |`,

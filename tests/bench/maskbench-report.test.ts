@@ -51,8 +51,12 @@ describe("MaskBench report: labels checked with ajv", () => {
     expect(renderReport(new Map([["specc", s]]), "test", { loopMs: 34.17, pageTouchUs: 12.3456 }))
       .toContain("a fixed integer loop 34.2 ms, the first write to a fresh memory page 12.35 µs");
     expect(renderReport(new Map([["specc", s]]), "test")).not.toContain("Machine speed");
+    expect(renderReport(new Map([["specc", s]]), "test", { loopMs: 34.17, pageTouchUs: 12.3456, stalls: { perMs: 1.794, medianUs: 36.8, share: 0.0702 } }))
+      .toContain("12.35 µs, a busy thread interrupted 1.79 times a ms for 37 µs (median), 7.0% of its time");
     const m = machineSpeed();
     for (const v of [m.loopMs, m.pageTouchUs]) expect(Number.isFinite(v) && v > 0).toBe(true);
+    expect(m.stalls!.share).toBeGreaterThanOrEqual(0);
+    expect(m.stalls!.share).toBeLessThan(1);
   });
 
   it("states the worker's young generation (run.ts --young-mb), per engine, with counts when runs mixed settings", () => {
