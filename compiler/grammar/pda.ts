@@ -394,7 +394,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   });
   const mTrans = new Int32Array(nBlocks * nClasses).fill(-1);
   const mAcc = new Uint8Array(nBlocks);
-  const mCalls: (readonly [number, number])[][] = Array.from({ length: nBlocks }, () => []);
+  const mCalls: (readonly [number, number])[][] = new Array(nBlocks); // (every block is some state's)
   const done = new Uint8Array(nBlocks);
   for (let s = 0; s < nLive; s++) {
     const b = blockOf[s]!;
@@ -402,9 +402,10 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     done[b] = 1;
     mAcc[b] = lAcc[s]!;
     for (let c = 0; c < nClasses; c++) { const t = lTrans[s * nClasses + c]!; mTrans[b * nClasses + c] = t < 0 ? -1 : blockOf[t]!; }
+    if (lCallAt[s] === lCallAt[s + 1]) { mCalls[b] = NO_PAIRS; continue; } // (most states call nothing)
     const list: [number, number][] = [];
     for (let i = lCallAt[s]!; i < lCallAt[s + 1]!; i += 3) list.push([blockOf[lCalls[i + 1]!]!, blockOf[lCalls[i + 2]!]!]);
-    list.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    if (list.length > 1) list.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
     mCalls[b] = list;
   }
   const dfa = mergeClasses({ nStates: nBlocks, nClasses, classMap, initial: blockOf[liveId[initial]!]!, trans: mTrans, accepting: mAcc });
