@@ -92,12 +92,15 @@ export function isGrammarFile(path: string): boolean {
 /** A grammar DFA (or pushdown automaton) as the runtime's ByteDfa: no spec states, no env, no markers. */
 export function grammarByteDfa(d: GrammarDfa | GrammarPda): ByteDfa {
   const calls = "calls" in d && d.calls.some((c) => c.length > 0) ? { calls: d.calls } : {};
+  const flags = new Uint8Array(d.nStates);
+  for (let s = 0; s < d.nStates; s++) if (d.accepting[s]) flags[s] = ByteFlag.Accepting;
+  const none: number[] = []; // (no state of a grammar precedes a marker; lists are never written to)
   return {
     nStates: d.nStates, nClasses: d.nClasses, classMap: d.classMap, initial: d.initial, trans: d.trans,
-    flags: Uint8Array.from(d.accepting, (a) => (a ? ByteFlag.Accepting : 0)),
+    flags,
     specState: new Int32Array(d.nStates).fill(-1),
     envNext: new Int32Array(d.nStates).fill(-1),
-    nextMarkers: Array.from({ length: d.nStates }, () => []),
+    nextMarkers: new Array<number[]>(d.nStates).fill(none),
     ...calls,
   };
 }

@@ -127,7 +127,7 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
   const stateSet = new Array<number>(nStates);
   for (let s = 0; s < nStates; s++) {
     const ids = dfa.nextMarkers[s]!;
-    const key = ids.join(",");
+    const key = ids.length === 0 ? "" : ids.join(",");
     let idx = setIndex.get(key);
     if (idx === undefined) {
       idx = sets.length;
