@@ -967,10 +967,12 @@ class Converter {
   private textId(v: object): number {
     let id = this.textIds.get(v);
     if (id !== undefined) return id;
+    // A member as JSON.stringify writes it ("" where it leaves it out: undefined, a function).
     const part = (x: unknown): string => (typeof x === "object" && x !== null ? `#${this.textId(x)}` : JSON.stringify(x) ?? "");
-    const key = Array.isArray(v)
-      ? `[${v.map((x) => part(x) || "null").join(",")}]`
-      : `{${Object.entries(v).filter(([, x]) => part(x) !== "").map(([k, x]) => `${JSON.stringify(k)}:${part(x)}`).join(",")}}`;
+    const parts: string[] = [];
+    if (Array.isArray(v)) for (const x of v) parts.push(part(x) || "null");
+    else for (const [k, x] of Object.entries(v)) { const p = part(x); if (p !== "") parts.push(`${JSON.stringify(k)}:${p}`); }
+    const key = Array.isArray(v) ? `[${parts.join(",")}]` : `{${parts.join(",")}}`;
     id = this.texts.get(key);
     if (id === undefined) this.texts.set(key, (id = this.texts.size));
     this.textIds.set(v, id);
