@@ -18,7 +18,7 @@
  * All output is deterministic: nodes are discovered breadth-first with symbols in ascending order,
  * ids depend only on automaton numbers, and edges are emitted in sorted order.
  */
-import { callGraph } from "./grammar/regular.js";
+import { callGraph, callSites } from "./grammar/regular.js";
 import type { Cfg } from "./grammar/cfg.js";
 import { ByteFlag, type ByteDfa, type SpecIR, type StateDfa } from "./ir.js";
 import type { Engine } from "./trace.js";
@@ -274,7 +274,7 @@ export function allowedBytesLabel(engine: Engine, state: number): string {
  */
 export function ruleDot(cfg: Cfg, title: string): string {
   const owner = (r: number) => cfg.rules[r]!.owner;
-  const { sites } = callGraph(cfg);
+  const sites = callSites(callGraph(cfg));
   const edges = new Map<string, { from: number; to: number; cut: boolean }>();
   for (const s of sites) {
     const from = owner(s.from);

@@ -146,16 +146,36 @@ export class GrammarLimitError extends SpecLimitError {
 
 // ───────────────────────────── call graph and recursion cuts ─────────────────────────────
 
-/** One occurrence of a rule symbol in an alternative. */
+/** One occurrence of a rule symbol in an alternative (`callSites`: the object view of `CallGraph`). */
 export interface CallSite {
   from: number;
   to: number;
   alt: number;
-  dot: number;
   /** The last symbol of its alternative: a jump, pushes nothing. */
   tail: boolean;
   /** A recursion cut: counts against maxDepth. */
   cut: boolean;
+}
+
+/**
+ * The call sites, numbered in grammar order, as parallel arrays: rule r's sites are `start[r]` …
+ * `start[r + 1] - 1`. (An object per site was a tenth of the pushdown compilation of the largest
+ * MaskBench grammars, tens of thousands of sites, most of it the collector's.)
+ */
+export interface CallGraph {
+  start: Int32Array;
+  from: Int32Array;
+  to: Int32Array;
+  alt: Int32Array;
+  /** 1: the last symbol of its alternative (a jump, pushes nothing). */
+  tail: Uint8Array;
+  /** 1: a recursion cut (counts against maxDepth). */
+  cut: Uint8Array;
+}
+
+/** The sites of a call graph as objects, in grammar order (the rule graph's drawing, tests). */
+export function callSites(g: CallGraph): CallSite[] {
+  return Array.from(g.from, (from, i) => ({ from, to: g.to[i]!, alt: g.alt[i]!, tail: g.tail[i] === 1, cut: g.cut[i] === 1 }));
 }
 
 /**
@@ -165,61 +185,75 @@ export interface CallSite {
  * (the return state only ends its machine: one frame more, popped at once), except where the
  * called rule can reach the caller again, whose tail recursion stays a loop.
  */
-export function callGraph(cfg: Cfg, called: ReadonlySet<number> = new Set()): { sites: CallSite[]; out: number[][] } {
+export function callGraph(cfg: Cfg, called: ReadonlySet<number> = new Set()): CallGraph {
   const R = cfg.rules.length;
-  const sites: CallSite[] = [];
-  const out: number[][] = cfg.rules.map(() => []);
-  cfg.rules.forEach((r, from) => r.alts.forEach((alt, a) => alt.forEach((s, d) => {
-    if (s.kind !== "rule") return;
-    out[from]!.push(sites.length);
-    sites.push({ from, to: s.rule, alt: a, dot: d, tail: d === alt.length - 1, cut: false });
-  })));
+  let N = 0;
+  for (const r of cfg.rules) for (const alt of r.alts) for (const s of alt) if (s.kind === "rule") N++;
+  const start = new Int32Array(R + 1);
+  const from = new Int32Array(N), to = new Int32Array(N), alt = new Int32Array(N);
+  const tail = new Uint8Array(N), cut = new Uint8Array(N);
+  let e = 0;
+  for (let r = 0; r < R; r++) {
+    start[r] = e;
+    const alts = cfg.rules[r]!.alts;
+    for (let a = 0; a < alts.length; a++) {
+      const syms = alts[a]!;
+      for (let d = 0; d < syms.length; d++) {
+        const s = syms[d]!;
+        if (s.kind !== "rule") continue;
+        from[e] = r; to[e] = s.rule; alt[e] = a; tail[e] = d === syms.length - 1 ? 1 : 0;
+        e++;
+      }
+    }
+  }
+  start[R] = N;
   // A called rule's tail call stays a loop where the rule reaches the caller again: the site is an
   // edge caller → rule, so that is the two being in one strongly connected component.
-  const siteGraph = (keep: (s: CallSite) => boolean): { start: Int32Array; to: Int32Array } => {
-    const start = new Int32Array(R + 1);
-    for (const s of sites) if (keep(s)) start[s.from + 1]!++;
-    for (let v = 0; v < R; v++) start[v + 1]! += start[v]!;
-    const to = new Int32Array(start[R]!);
-    const at = start.slice(0, R);
-    for (const s of sites) if (keep(s)) to[at[s.from]!++] = s.to; // sites are in rule order
-    return { start, to };
+  const siteGraph = (keep: (e: number) => boolean): { start: Int32Array; to: Int32Array } => {
+    const gStart = new Int32Array(R + 1);
+    for (let e = 0; e < N; e++) if (keep(e)) gStart[from[e]! + 1]!++;
+    for (let v = 0; v < R; v++) gStart[v + 1]! += gStart[v]!;
+    const gTo = new Int32Array(gStart[R]!);
+    const at = gStart.slice(0, R);
+    for (let e = 0; e < N; e++) if (keep(e)) gTo[at[from[e]!]!++] = to[e]!; // sites are in rule order
+    return { start: gStart, to: gTo };
   };
   if (called.size > 0) {
     const all = siteGraph(() => true);
     const { comp } = componentsOf(R, all.start, all.to);
-    for (const s of sites) s.cut = called.has(s.to) && (!s.tail || comp[s.to] !== comp[s.from]);
+    for (let e = 0; e < N; e++) cut[e] = called.has(to[e]!) && (!tail[e] || comp[to[e]!] !== comp[from[e]!]) ? 1 : 0;
   }
   // Depth-first search from the start rule (then any rule not reached, for completeness).
   const disc = new Int32Array(R).fill(-1);
   const onStack = new Uint8Array(R);
   const parentSite = new Int32Array(R).fill(-1);
+  const workV = new Int32Array(R), workI = new Int32Array(R);
   let counter = 0;
-  const roots = [cfg.start, ...Array.from({ length: R }, (_, i) => i)];
-  for (const root of roots) {
+  for (let k = -1; k < R; k++) {
+    const root = k < 0 ? cfg.start : k;
     if (disc[root] !== -1) continue;
-    const work: { v: number; i: number }[] = [{ v: root, i: 0 }];
+    let top = 0;
+    workV[0] = root; workI[0] = start[root]!;
     disc[root] = counter++;
     onStack[root] = 1;
-    while (work.length) {
-      const top = work[work.length - 1]!;
-      const edges = out[top.v]!;
-      if (top.i >= edges.length) { onStack[top.v] = 0; work.pop(); continue; }
-      const e = edges[top.i++]!;
-      const site = sites[e]!;
-      const w = site.to;
+    while (top >= 0) {
+      const v = workV[top]!;
+      if (workI[top]! >= start[v + 1]!) { onStack[v] = 0; top--; continue; }
+      const e = workI[top]!++;
+      const w = to[e]!;
       if (disc[w] === -1) {
         disc[w] = counter++;
         onStack[w] = 1;
         parentSite[w] = e;
-        work.push({ v: w, i: 0 });
+        top++;
+        workV[top] = w; workI[top] = start[w]!;
       } else if (onStack[w]) {
-        // Back edge: cut the cycle w → … → top.v → w at its last non-tail call.
-        if (!site.tail) { site.cut = true; continue; }
-        for (let u = top.v; u !== w; ) {
-          const pe = sites[parentSite[u]!]!;
-          if (!pe.tail) { pe.cut = true; break; }
-          u = pe.from;
+        // Back edge: cut the cycle w → … → v → w at its last non-tail call.
+        if (!tail[e]) { cut[e] = 1; continue; }
+        for (let u = v; u !== w; ) {
+          const pe = parentSite[u]!;
+          if (!tail[pe]) { cut[pe] = 1; break; }
+          u = from[pe]!;
         }
       }
     }
@@ -227,23 +261,20 @@ export function callGraph(cfg: Cfg, called: ReadonlySet<number> = new Set()): { 
   // Safety net: no cycle through an uncut non-tail call may remain. Per component (its rules in
   // ascending order), the uncut non-tail call inside it to the earliest discovered rule is cut.
   for (;;) {
-    const g = siteGraph((s) => !s.cut);
+    const g = siteGraph((e) => !cut[e]);
     const { comp: compOf, count } = componentsOf(R, g.start, g.to);
     const best = new Int32Array(count).fill(-1);
-    for (let v = 0; v < R; v++) {
-      const c = compOf[v]!;
-      for (const e of out[v]!) {
-        const s = sites[e]!;
-        if (s.cut || s.tail || compOf[s.to] !== c) continue;
-        const b = best[c]!;
-        if (b < 0 || disc[s.to]! < disc[sites[b]!.to]!) best[c] = e;
-      }
+    for (let e = 0; e < N; e++) {
+      const c = compOf[from[e]!]!;
+      if (cut[e] || tail[e] || compOf[to[e]!] !== c) continue;
+      const b = best[c]!;
+      if (b < 0 || disc[to[e]!]! < disc[to[b]!]!) best[c] = e;
     }
     let added = false;
-    for (let c = 0; c < count; c++) if (best[c]! >= 0) { sites[best[c]!]!.cut = true; added = true; }
+    for (let c = 0; c < count; c++) if (best[c]! >= 0) { cut[best[c]!] = 1; added = true; }
     if (!added) break;
   }
-  return { sites, out };
+  return { start, from, to, alt, tail, cut };
 }
 
 
@@ -268,7 +299,7 @@ export interface Network {
 }
 
 export function buildNetwork(cfg: Cfg, called?: ReadonlySet<number>): Network {
-  const { sites, out } = callGraph(cfg, called);
+  const sites = callGraph(cfg, called);
   const net: Network = { kind: [K_END], arg: [0], next: [0], cut: [0], entries: [], byteSets: [] };
   const setIds = new Map<string | number, number>();
   // Positions are interned by their own fields (id-table.ts; END, position 0, never is).
@@ -287,17 +318,17 @@ export function buildNetwork(cfg: Cfg, called?: ReadonlySet<number>): Network {
     return id;
   };
   cfg.rules.forEach((r, ri) => {
-    const siteList = out[ri]!;
-    let k = 0;
+    let k = sites.start[ri]!;
+    const kEnd = sites.start[ri + 1]!;
     const entries = new Set<number>();
     r.alts.forEach((alt, a) => {
       // This alternative's call sites, one per rule symbol in order: read from the last one back.
-      while (k < siteList.length && sites[siteList[k]!]!.alt === a) k++;
+      while (k < kEnd && sites.alt[k] === a) k++;
       let j = k - 1;
       let p = END;
       for (let d = alt.length - 1; d >= 0; d--) {
         const s = alt[d]!;
-        if (s.kind === "rule") p = intern(K_CALL, s.rule, p, sites[siteList[j--]!]!.cut ? 1 : 0);
+        if (s.kind === "rule") p = intern(K_CALL, s.rule, p, sites.cut[j--]!);
         else {
           if (s.ranges.length === 0) { p = -1; break; } // matches nothing: drop the alternative
           // One range (a literal's byte, most of them): its bounds as a number.

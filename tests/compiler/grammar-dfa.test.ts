@@ -28,7 +28,7 @@ import { SpecError, SpecLimitError } from "../../compiler/diagnostics.js";
 import type { Cfg } from "../../compiler/grammar/cfg.js";
 import { Earley } from "../../compiler/grammar/earley.js";
 import { parseGrammar, recognize, sampleSentence, seededRandom } from "../../compiler/grammar/index.js";
-import { callGraph, grammarToDfa, runGrammarDfa, withSurroundingWhitespace, type GrammarDfa } from "../../compiler/grammar/regular.js";
+import { callGraph, callSites, grammarToDfa, runGrammarDfa, withSurroundingWhitespace, type GrammarDfa } from "../../compiler/grammar/regular.js";
 import { ByteFlag, type ByteDfa, type Compiled } from "../../compiler/ir.js";
 import { parseTables, serializeTables } from "../../compiler/tables.js";
 import { byteDfaEngine, runTrace, type Trace } from "../../compiler/trace.js";
@@ -184,7 +184,7 @@ describe("(a) grammar DFAs agree with the Earley recognizer", () => {
   });
 
   it("the recursion cuts are the calls that open a nested construct", () => {
-    const cuts = (f: string) => callGraph(grammar(f)).sites.filter((s) => s.cut).map((s) => `${grammarRules(f)[s.from]}>${grammarRules(f)[s.to]}`);
+    const cuts = (f: string) => callSites(callGraph(grammar(f))).filter((s) => s.cut).map((s) => `${grammarRules(f)[s.from]}>${grammarRules(f)[s.to]}`);
     expect(cuts("arithmetic.gbnf")).toEqual(["factor>expr"]);
     expect(cuts("json.gbnf")).toEqual(["member>value", "array-1>value", "array-2>value"]);
     expect(cuts("cooking.gbnf")).toEqual([]);
