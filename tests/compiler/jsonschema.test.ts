@@ -386,7 +386,8 @@ describe("repeated parts are entered by a call (JsonSchemaGrammar.called)", () =
     // A long string is blocks of 64 characters (a called machine) and a last part under 64; a
     // short one's characters are expanded in place (masks inside it stay DFA walks).
     expect(jsonSchemaToGbnf(JSON.stringify(str), "a.schema.json").called).toContain("lblock");
-    expect(jsonSchemaToGbnf('{"type": "string", "maxLength": 200}', "a.schema.json").called).not.toContain("lblock");
+    expect(jsonSchemaToGbnf('{"type": "string", "maxLength": 200}', "a.schema.json").called).toContain("lblock");
+    expect(jsonSchemaToGbnf('{"type": "string", "maxLength": 128}', "a.schema.json").called).not.toContain("lblock");
     const b = await speccOf(str);
     expect(b.c.byteDfa.nStates).toBeLessThan(6000); // 70,003 with the character expanded in place
     expectAgreesWithAjv(b.accepts, validator(str), [`"${"é".repeat(5000)}"`, `"${"a".repeat(5001)}"`, '"a"', '"\\n\\t"'], []);
@@ -397,6 +398,32 @@ describe("repeated parts are entered by a call (JsonSchemaGrammar.called)", () =
       const texts: string[] = [];
       for (const n of [0, 1, 63, 64, 65, 127, 128, 129, lo! - 1, lo, hi! - 1, hi, hi! + 1, hi! + 64]) {
         if (n >= 0) for (const ch of ["a", "é", "\\n", "\\u00e9"]) texts.push(`"${ch.repeat(n)}"`);
+      }
+      expectAgreesWithAjv(c.accepts, validator(sch), texts, []);
+    }
+  });
+});
+
+describe("very long bounded strings are superblocks of 4,096 characters (lsuper)", () => {
+  it("one machine per bounds, shared by every property that has them", async () => {
+    const prop = { type: "string", maxLength: 32767 };
+    const one = await speccOf({ type: "object", properties: { a: prop } });
+    const three = await speccOf({ type: "object", properties: { a: prop, b: prop, c: prop } });
+    expect(jsonSchemaToGbnf(JSON.stringify(prop), "a.schema.json").called).toEqual(expect.arrayContaining(["lsuper", "lblock"]));
+    // A chain of 512 rules per property before: 3,444 states for three, 2,408 for one.
+    expect(three.c.byteDfa.nStates).toBeLessThan(one.c.byteDfa.nStates + 100);
+    expect(one.c.byteDfa.nStates).toBeLessThan(2200); // 2,033: the block and the last part ~1,800 (a chain of 512 rules: 2,408)
+    expectAgreesWithAjv(three.accepts, validator({ type: "object", properties: { a: prop, b: prop, c: prop } }),
+      [`{"a":"x","b":"${"y".repeat(32767)}","c":""}`, `{"b":"${"y".repeat(32768)}"}`], []);
+  });
+
+  it("exact at the superblocks' and blocks' ends and at both bounds, with multi-byte characters and escapes", async () => {
+    for (const [lo, hi] of [[0, 8192], [5000, 12289], [8191, 8193], [4097, 20000]]) {
+      const sch = { type: "string", minLength: lo, maxLength: hi };
+      const c = await speccOf(sch);
+      const texts: string[] = [];
+      for (const n of [0, 1, 63, 64, 4095, 4096, 4097, 4159, 4160, 8191, 8192, 8193, 12288, 12289, 12290, lo! - 1, lo, hi! - 1, hi, hi! + 1, hi! + 64]) {
+        if (n >= 0) for (const ch of ["a", "é", "\\n"]) texts.push(`"${ch.repeat(n)}"`);
       }
       expectAgreesWithAjv(c.accepts, validator(sch), texts, []);
     }
