@@ -870,22 +870,12 @@ class Converter {
   private blockChain(minL: number, maxL: number): string {
     this.rules.set("lblock", `char{${BLOCK}}`);
     this.called.add("lblock");
-    const full = Math.floor(maxL / BLOCK);
-    let next = "";
-    for (let j = full; j >= 0; j--) {
-      const lo = Math.max(0, minL - j * BLOCK);
-      const hi = Math.min(BLOCK - 1, maxL - j * BLOCK);
-      const alts: string[] = [];
-      if (j < full) alts.push(`lblock ${next}`);
-      if (lo <= hi) {
-        const last = `llast-${lo}-${hi}`;
-        this.rules.set(last, `char{${lo},${hi}} "\\""`);
-        this.called.add(last);
-        alts.push(last);
-      }
-      next = this.define(alts.join(" | "));
-    }
-    return next;
+    return this.unitChain(minL, maxL, BLOCK, "lblock", (lo, hi) => {
+      const last = `llast-${lo}-${hi}`;
+      this.rules.set(last, `char{${lo},${hi}} "\\""`);
+      this.called.add(last);
+      return last;
+    });
   }
 
   /**
@@ -898,14 +888,23 @@ class Converter {
   private superChain(minL: number, maxL: number): string {
     this.rules.set("lsuper", `lblock{${BLOCK}}`);
     this.called.add("lsuper");
-    const full = Math.floor(maxL / SUPER);
+    return this.unitChain(minL, maxL, SUPER, "lsuper", (lo, hi) => this.calledString(`block chain ${lo} ${hi}`, () => this.blockChain(lo, hi)));
+  }
+
+  /**
+   * The chain both use: the rule for "j units of `size` characters read" is another `unit` or the
+   * rest (`rest(lo, hi)`: lo..hi characters, fewer than `size`, and the closing quote), for j from
+   * maxL / size down to 0; returns the rule for j = 0.
+   */
+  private unitChain(minL: number, maxL: number, size: number, unit: string, rest: (lo: number, hi: number) => string): string {
+    const full = Math.floor(maxL / size);
     let next = "";
     for (let j = full; j >= 0; j--) {
-      const lo = Math.max(0, minL - j * SUPER);
-      const hi = Math.min(SUPER - 1, maxL - j * SUPER);
+      const lo = Math.max(0, minL - j * size);
+      const hi = Math.min(size - 1, maxL - j * size);
       const alts: string[] = [];
-      if (j < full) alts.push(`lsuper ${next}`);
-      if (lo <= hi) alts.push(this.calledString(`block chain ${lo} ${hi}`, () => this.blockChain(lo, hi)));
+      if (j < full) alts.push(`${unit} ${next}`);
+      if (lo <= hi) alts.push(rest(lo, hi));
       next = this.define(alts.join(" | "));
     }
     return next;
