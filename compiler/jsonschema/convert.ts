@@ -949,7 +949,7 @@ class Converter {
     }
     // Items from position i on (i items already written).
     const from = (i: number): string => {
-      const sep = i === 0 ? "" : 'comma ';
+      const sep = i === 0 ? "ws " : 'comma ';
       const alts: string[] = [];
       if (i >= minI) alts.push('""');
       if (maxI !== null && i >= maxI) return alts.length ? '""' : "";
@@ -967,13 +967,13 @@ class Converter {
       if (i === 0) {
         // First item, then ("," item){lo-1, hi-1}.
         const tail = `(comma ${restExpr}){${Math.max(0, lo - 1)},${hi === null ? "" : hi - 1}}`;
-        return lo === 0 ? `(${restExpr} ${tail})?` : `${restExpr} ${tail}`;
+        return lo === 0 ? `(ws ${restExpr} ${tail})?` : `ws ${restExpr} ${tail}`;
       }
       return `(comma ${restExpr}){${lo},${hi === null ? "" : hi}}`;
     };
     const body = from(0);
     if (body === "") throw this.error("E0904", "no array satisfies the item bounds", ptr);
-    return this.define(`"[" ws ${body} ws "]"`);
+    return this.define(`"[" ${body} ws "]"`);
   }
 
   // ---- objects ----
@@ -1154,9 +1154,9 @@ class Converter {
       };
       const first: string[] = [];
       if (reqMask === 0) first.push('""');
-      for (let i = 0; i < keys.length; i++) first.push(`${members[i]} ${after(1 << i)}`);
-      if (extra !== null) first.push(`${extra} ${after(0)}`);
-      return this.define(`"{" ws ( ${first.join(" | ")} ) ws "}"`);
+      for (let i = 0; i < keys.length; i++) first.push(`ws ${members[i]} ${after(1 << i)}`);
+      if (extra !== null) first.push(`ws ${extra} ${after(0)}`);
+      return this.define(`"{" ( ${first.join(" | ")} ) ws "}"`);
     }
     // Members from property i on; `first`: nothing written yet (no comma before the next); `mask`:
     // which optional names of dependencies are present so far. null: no way to go on.
@@ -1167,7 +1167,7 @@ class Converter {
       const rep = (x: number, y: number | null) => (x === 0 && y === null ? "*" : `{${x},${y ?? ""}}`);
       if (!first) return `(comma ${extra})${rep(a, b)}`;
       const tail = `(comma ${extra})${rep(Math.max(0, a - 1), b === null ? null : b - 1)}`;
-      return a === 0 ? `(${extra} ${tail})?` : `${extra} ${tail}`;
+      return a === 0 ? `(ws ${extra} ${tail})?` : `ws ${extra} ${tail}`;
     };
     // `c`: members so far (up to `cap`), when counting.
     const from = (i: number, first: boolean, mask: number, c: number): string | null => {
@@ -1175,7 +1175,7 @@ class Converter {
       const hit = memo.get(key);
       if (hit !== undefined) return hit;
       let out: string | null;
-      const sep = first ? "" : 'comma ';
+      const sep = first ? "ws " : 'comma ';
       if (i === keys.length) {
         if (!depsMet(mask)) out = null;
         else if (extra === null) out = c >= lo ? '""' : null;
@@ -1186,7 +1186,7 @@ class Converter {
         const rest = hi !== null && c1 > hi ? null : from(i + 1, false, bit === undefined ? mask : mask | (1 << bit), c1);
         // A name no `properties` lists (required, or named by a dependency) comes after the listed
         // ones, and other names may come before it too (not where members are counted).
-        const before = extra === null || counting || Object.hasOwn(props, keys[i]!) ? "" : first ? `(${extra} comma)* ` : `(comma ${extra})* `;
+        const before = extra === null || counting || Object.hasOwn(props, keys[i]!) ? "" : first ? `(ws ${extra} ws ",")* ` : `(comma ${extra})* `;
         const take = rest === null ? null : `${before}${sep}${members[i]} ${rest}`;
         const skip = req.has(keys[i]!) ? null : from(i + 1, first, mask, c);
         out = take === null ? skip : skip === null ? take : this.define(`${take} | ${skip}`);
@@ -1196,7 +1196,7 @@ class Converter {
     };
     const body = from(0, true, 0, 0);
     if (body === null) throw this.error("E0904", counting ? "no object satisfies the properties' dependencies and the bounds on their number" : "no object satisfies the properties' dependencies", ptr);
-    return this.define(`"{" ws ${body} ws "}"`);
+    return this.define(`"{" ${body} ws "}"`);
   }
 
   /**
@@ -1606,9 +1606,9 @@ const BASE = [
   'value ::= object | array | string | number | "true" | "false" | "null"',
   'colon ::= ws ":" ws',
   'comma ::= ws "," ws',
-  'object ::= "{" ws ( member (comma member)* )? ws "}"',
+  'object ::= "{" ( ws member (comma member)* )? ws "}"',
   'member ::= string colon value',
-  'array ::= "[" ws ( value (comma value)* )? ws "]"',
+  'array ::= "[" ( ws value (comma value)* )? ws "]"',
   'string ::= "\\"" char* "\\""',
   'key ::= "\\"" keytail',
   'keyplain ::= "\\"" keytailplain',

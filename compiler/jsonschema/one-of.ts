@@ -251,7 +251,7 @@ export function exactlyOneObject(host: OneOfHost, branches: unknown[], ptr: stri
     if (exactlyOne(alive, mask)) alts.push('""');
     for (const c of extra) {
       const a = alive & c.alive;
-      if (a !== 0 && viable(a, mask)) alts.push(`${first ? "" : 'comma '}${otherKey} colon ${c.gbnf} ${end(false, a, mask)}`);
+      if (a !== 0 && viable(a, mask)) alts.push(`${first ? "ws " : 'comma '}${otherKey} colon ${c.gbnf} ${end(false, a, mask)}`);
     }
     host.setRule(name, alts.join(" | "));
     return name;
@@ -268,7 +268,7 @@ export function exactlyOneObject(host: OneOfHost, branches: unknown[], ptr: stri
     for (const c of classes[i]!) {
       const a = alive & c.alive;
       const rest = a === 0 ? null : from(i + 1, false, a, mask | bit);
-      if (rest !== null) alts.push(`${first ? "" : 'comma '}${host.literal(k)} colon ${c.gbnf} ${rest}`);
+      if (rest !== null) alts.push(`${first ? "ws " : 'comma '}${host.literal(k)} colon ${c.gbnf} ${rest}`);
     }
     if (!requiredAll.includes(k)) { const skip = from(i + 1, first, alive, mask); if (skip !== null) alts.push(skip); }
     let out: string | null = null;
@@ -291,7 +291,7 @@ export function exactlyOneObject(host: OneOfHost, branches: unknown[], ptr: stri
   const objects = bs.reduce((m, b, i) => (b.types.has("object") ? m | (1 << i) : m), 0);
   try {
     const body = objects === 0 ? null : from(0, true, objects, 0);
-    if (body !== null) alts.unshift(`"{" ws ${body} ws "}"`);
+    if (body !== null) alts.unshift(`"{" ${body} ws "}"`);
     return { gbnf: alts.length === 0 ? null : alts.join(" | ") };
   } catch (e) {
     if (e instanceof TooLarge) return `the branches' combinations would need more than ${MAX_STATES} grammar rules`;
