@@ -947,7 +947,9 @@ class Converter {
       if (!/^[A-Za-z0-9_-]+$/.test(restExpr)) restExpr = this.define(restExpr);
       this.called.add(restExpr);
     }
-    // Items from position i on (i items already written).
+    // Items from position i on (i items already written). The first item carries the whitespace
+    // after `[`, so an empty array is `"[" ws "]"`: one run, not two (which would also make every
+    // whitespace token there ambiguous between them: a two-pair walk for each mask).
     const from = (i: number): string => {
       const sep = i === 0 ? "ws " : 'comma ';
       const alts: string[] = [];
@@ -1175,6 +1177,7 @@ class Converter {
       const hit = memo.get(key);
       if (hit !== undefined) return hit;
       let out: string | null;
+      // As in arrays, the first member carries the whitespace after `{` (one run in `{ }`).
       const sep = first ? "ws " : 'comma ';
       if (i === keys.length) {
         if (!depsMet(mask)) out = null;
