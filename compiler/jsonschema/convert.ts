@@ -81,12 +81,11 @@ const MAX_STRING_BOUND = 262_144;
 /**
  * Past this maxLength a string is blocks of BLOCK characters (blockString), and past
  * LONG_UNBOUNDED_STRING of minLength without a maximum, a character entered by a call per
- * position. Expanded in place, each
- * position holds a copy of the character's machine (maxLength 5000: 70,003 states). Below it the
- * characters are expanded in place (in the string's own machine from CALLED_STRING on), and masks
- * inside the string stay plain walks of that machine (a call per character makes
- * each position's mask walk the token trie through the stack: TBM p99 26 ms instead of 6 ms on
- * the MaskBench sample). 128, not 256: maxLength 255 (a common bound) expanded in place was 3,572
+ * position. Expanded in place, each position holds a copy of the character's machine (maxLength
+ * 5000: 70,003 states). Below it the characters are expanded in place (in the string's own machine
+ * from CALLED_STRING on), and masks inside the string stay plain walks of that machine (a call per
+ * character makes each position's mask walk the token trie through the stack: TBM p99 26 ms
+ * instead of 6 ms on the MaskBench sample). 128, not 256: maxLength 255 (a common bound) expanded in place was 3,572
  * states of every schema that has it, blocks share 1,779 with every other long string; over
  * MaskBench, the 99th percentile of automaton sizes went 9,119 → 8,175 states and the 98th
  * 6,084 → 4,787.
@@ -1189,8 +1188,9 @@ class Converter {
         const rest = hi !== null && c1 > hi ? null : from(i + 1, false, bit === undefined ? mask : mask | (1 << bit), c1);
         // A name no `properties` lists (required, or named by a dependency) comes after the listed
         // ones, and other names may come before it too (not where members are counted).
-        const before = extra === null || counting || Object.hasOwn(props, keys[i]!) ? "" : first ? `(ws ${extra} ws ",")* ` : `(comma ${extra})* `;
-        const take = rest === null ? null : `${before}${sep}${members[i]} ${rest}`;
+        // (First: the whitespace after `{`, then other names each with its comma.)
+        const before = extra === null || counting || Object.hasOwn(props, keys[i]!) ? "" : first ? `(${extra} comma)* ` : `(comma ${extra})* `;
+        const take = rest === null ? null : first ? `${sep}${before}${members[i]} ${rest}` : `${before}${sep}${members[i]} ${rest}`;
         const skip = req.has(keys[i]!) ? null : from(i + 1, first, mask, c);
         out = take === null ? skip : skip === null ? take : this.define(`${take} | ${skip}`);
       }
