@@ -10,7 +10,7 @@ import { H_CLASSMAP, H_NCLASSES, H_NSTATES, NONE16, hdr, region } from "./layout
 import { transBase } from "./tables";
 import {
   NODE, nodeClass, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
-  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, nodeHeight, plainNode, plainSuccessor, setBit, setMaskStore, trieIdsPtr,
+  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, nodeHeight, plainClasses, plainNode, plainSuccessor, setBit, setMaskStore, trieIdsPtr,
   setRange, textNext, textNode, trieMask, U8_STATES, vocabPhase,
 } from "./vocab";
 import { textLengthsInit, textMaskUpTo } from "./text-lengths";
@@ -74,13 +74,14 @@ let lastPairMax: u32 = 0;
  * than q. Then the set at depth d is the pair (t, n) (what pdaStep's own one-pair case gives),
  * noted in `walkOne` without writing a set. Returns t, NONE16 when q has no transition on `cls`,
  * FAST_SKIP when node i is text and q reads text back to itself or has a text run as long as i's
- * height, or node i is plain and q keeps itself on every plain class or has a plain run that long
- * (vocab.ts: every token of the subtree of i is allowed and its pair stays one pair of a reading
- * state; the caller skips it), or FAST_NO (after writing the one pair into the set at d - 1): the
- * caller calls pdaStep. When the set at d - 1 is several pairs, FAST_SKIP for a text node that each
- * pair's text run covers (`setTextRuns`), else FAST_NO. FAST_EXITS (with the pair noted, as for t)
- * where node i's subtree is large, not all text, and within t's text run (`exitsFit`): the caller
- * may walk only below its text exits (`enterExits`), or go on as for t.
+ * height, or node i is plain and q keeps itself on every plain class, has a plain run that long or
+ * is plain-closed (`plainClosed`) (vocab.ts: every token of the subtree of i is allowed and its
+ * pair stays one pair of a reading state; the caller skips it), or FAST_NO (after writing the one
+ * pair into the set at d - 1): the caller calls pdaStep. When the set at d - 1 is several pairs,
+ * FAST_SKIP for a text node that each pair's text run covers (`setTextRuns`), else FAST_NO.
+ * FAST_EXITS (with the pair noted, as for t) where node i's subtree is large, not all text, and
+ * within t's text run (`exitsFit`): the caller may walk only below its text exits (`enterExits`),
+ * or go on as for t.
  */
 // @ts-ignore: decorator
 @inline function walkFast(i: u32, d: usize, cls: u32): u32 {
@@ -94,6 +95,7 @@ let lastPairMax: u32 = 0;
   if (t == NONE16) return t;
   const pr = plainRun(q);
   if (pr > tr && plainNode(i) && pr >= nodeHeight(i)) return FAST_SKIP;
+  if (plainNode(i) && plainClosed(q)) return FAST_SKIP;
   if (readsOn(q, t)) {
     store<u64>(walkOne + (d << 3), (<u64>t << 32) | (x & 0xffffffff));
     if (exitsFit(i, t)) return FAST_EXITS;
@@ -144,6 +146,74 @@ function setTextRuns(set: usize, h: u32): bool {
   if (textNode(i) || load<u32>(nodesPtr + <usize>i * NODE, 4) - i < EXITS_MIN) return false;
   const r = textRun(t);
   return r != 0 && (r + 1 >= nodeHeight(i) || textLoops(t));
+}
+
+/**
+ * Per state: 0 not known yet, 1 not plain-closed, 2 plain-closed, 3 (while `plainClosed` runs) in
+ * its search. A state is PLAIN-CLOSED when it only reads bytes and every plain class takes it, in
+ * one pair (`readsOn`), to a plain-closed state: from it, every token of a plain subtree is allowed
+ * and ends in one pair of a reading state, however long, as for a run that loops (`textRun`) but
+ * without the one next state a run needs. The inside of a string with an unanchored pattern (any
+ * character goes on, some to a partial match) and a key that may be any other name (a known name's
+ * prefix or not) are such states; their walks visited every node of the trie (~270,000 on Llama 3,
+ * 3-5 ms a mask).
+ */
+let closedPtr: usize = 0;
+/** The search's work list (`plainClosed`), room for closedCap states, grown as a search needs. */
+let closedWork: usize = 0;
+let closedCap: u32 = 0;
+/** Most states one search collects (past it, the state is taken as not plain-closed). */
+// @ts-ignore: decorator
+@inline const CLOSED_MAX: u32 = 4096;
+
+/**
+ * Whether q is plain-closed: the states q reaches through plain classes are collected; if each
+ * only reads bytes and takes every plain class in one pair, all of them are plain-closed (their
+ * set is closed under those steps), else q is not (the others stay unknown).
+ */
+function plainClosed(q: u32): bool {
+  const v = <u32>load<u8>(closedPtr + <usize>q);
+  if (v != 0) return v == 2;
+  const nc = hdr(H_NCLASSES);
+  const plain = plainClasses();
+  let work = closedWork;
+  store<u32>(work, q);
+  store<u8>(closedPtr + <usize>q, 3);
+  let n: u32 = 1;
+  let ok = true;
+  for (let k: u32 = 0; k < n && ok; k++) {
+    const s = load<u32>(work + (<usize>k << 2));
+    if (<u32>load<u8>(stKind + <usize>s) != SK_READS) {
+      ok = false;
+      break;
+    }
+    const row = transBase + (<usize>(s * nc) << 1);
+    for (let c: u32 = 0; c < nc; c++) {
+      if (load<u8>(plain + <usize>c) == 0) continue;
+      const t = <u32>load<u16>(row + (<usize>c << 1));
+      if (t == NONE16 || !readsOn(s, t)) {
+        ok = false;
+        break;
+      }
+      const tv = <u32>load<u8>(closedPtr + <usize>t);
+      if (tv == 2 || tv == 3) continue;
+      if (tv == 1 || n == CLOSED_MAX) {
+        ok = false;
+        break;
+      }
+      if (n == closedCap) {
+        closedCap <<= 1;
+        closedWork = heap.realloc(closedWork, <usize>closedCap << 2);
+        work = closedWork;
+      }
+      store<u8>(closedPtr + <usize>t, 3);
+      store<u32>(work + (<usize>n << 2), t);
+      n++;
+    }
+  }
+  for (let k: u32 = 0; k < n; k++) store<u8>(closedPtr + <usize>load<u32>(work + (<usize>k << 2)), ok ? 2 : 0);
+  if (!ok) store<u8>(closedPtr + <usize>q, 1);
+  return ok;
 }
 
 /** Per state: 0 not known yet, 1 it does not read every text character back to itself, 2 it does. */
@@ -464,6 +534,9 @@ function pdaVocabInit(): void {
   runStates = heap.alloc(256 << 2);
   deadEndPtr = allocZero(ns);
   loopsPtr = allocZero(ns);
+  closedPtr = allocZero(ns);
+  closedCap = 64;
+  closedWork = heap.alloc(<usize>closedCap << 2);
   pathAt = heap.alloc((<usize>maxDepth + 1) << 2);
   frontCap = 256;
   frontScratch = heap.alloc(<usize>frontCap << 2);
@@ -877,9 +950,11 @@ function pdaSummarize(q: u32): void {
         i++;
         continue;
       }
-    } else if ((rootText != 0 && textNode(i) && rootText >= nodeHeight(i)) || (rootPlain > rootText && plainNode(i) && rootPlain >= nodeHeight(i))) {
-      // A root child q's run takes whole (walkFast's FAST_SKIP with q on top): every token of it
-      // is allowed in one pair of a reading state, as stepping it and then each child would find.
+    } else if ((rootText != 0 && textNode(i) && rootText >= nodeHeight(i)) || (rootPlain > rootText && plainNode(i) && rootPlain >= nodeHeight(i)) ||
+      (plainNode(i) && plainClosed(q))) {
+      // A root child q's run takes whole, or a plain one from a plain-closed q (walkFast's
+      // FAST_SKIP with q on top): every token of it is allowed in one pair of a reading state, as
+      // stepping it and then each child would find.
       i = load<u32>(p, 4);
       continue;
     }
@@ -1167,52 +1242,64 @@ function markTo(out: usize, gap: u32, a: u32): u32 {
  * Pair (q, node)'s mask from q's summary, into `out`: the base, and below each frontier node (a
  * path where some pair pops SYM_BASE, here `node`) what the pairs of that pop take: the node's own
  * tokens when they are alive, and its subtree walked from them. The pop gives the same pairs
- * wherever it happens, so they are computed once, and the frontier is read from q's escape table
- * (`escapeTable`): a child of a frontier node whose class no pair of the pop reads is not walked. A
- * set below a frontier node holds the summary's
- * pairs and those of the pop; each side's closures are counted apart, so where the two counts
- * could add up past PDA_MAX_PAIRS, returns false (the caller walks the pair exactly). Else sets
- * `lastPairMax` (their sum where a pop happens: a bound for pdaMaskOf's check) and returns true.
+ * wherever it happens, so they are computed once, and the frontier's children are read from q's
+ * escape table (`escapeTable`): a child whose class no pair of the pop reads is not walked. Where
+ * every pair of the pop has a text run as long as what lies below a frontier node (a text subtree
+ * whose node ends an ASCII character), the subtree is allowed whole, as walking it would find
+ * (walkFast's FAST_SKIP for each child): the tokens that cross the end of a long string's block,
+ * each a walk of its own (1-5 ms a mask near a block's end). A set below a frontier node holds the
+ * summary's pairs and those of the pop; each side's closures are counted apart, so where the two
+ * counts could add up past PDA_MAX_PAIRS, returns false (the caller walks the pair exactly). Else
+ * sets `lastPairMax` (their sum where a pop happens: a bound for pdaMaskOf's check) and returns true.
  */
 function escapeWalks(out: usize, q: u32, node: u32): bool {
   memory.copy(out, <usize>load<u32>(symBasePtr + (<usize>q << 2)), maskBytes);
   const own = load<u32>(symStatsPtr + (<usize>q << 3), 4);
   lastPairMax = own;
   const front = <usize>load<u32>(symFrontPtr + (<usize>q << 2));
-  if (load<u32>(front) == 0) return true;
+  const nf = load<u32>(front);
+  if (nf == 0) return true;
   const cc = pdaPopped(node, contSet);
   if (cc + own > PDA_MAX_PAIRS) return false;
   if (!pdaAlive(cc, contSet)) return true;
   let esc = <usize>load<u32>(symEscPtr + (<usize>q << 2));
   if (esc == 0) esc = escapeTable(q, front);
-  // The frontier nodes' own tokens.
-  const nOwn = load<u32>(esc);
-  for (let k: u32 = 0; k < nOwn; k++) setBit(out, load<u32>(esc + 4 + (<usize>k << 2)));
-  // Their children: only those of a class some pair of the pop reads are walked (the others would
-  // step to nothing, allowing no token and counting no closure).
+  // Which classes the pairs of the pop read (a child of another class steps to nothing, allowing no
+  // token and counting no closure), and the shortest of their text runs.
   const kept = <usize>load<u32>(contSet);
-  if (kept == 0) return true;
   const nc = hdr(H_NCLASSES);
   memory.fill(readsCls, 0, <usize>nc);
+  let run: u32 = kept > 0 ? RUN_LOOP : 0;
   for (let j: usize = 0; j < kept; j++) {
-    const row = transBase + (<usize>(<u32>(load<u64>(contSet + 8 + (j << 3)) >>> 32) * nc) << 1);
+    const t = <u32>(load<u64>(contSet + 8 + (j << 3)) >>> 32);
+    const row = transBase + (<usize>(t * nc) << 1);
     for (let c: u32 = 0; c < nc; c++) {
       if (<u32>load<u16>(row + (<usize>c << 1)) != NONE16) store<u8>(readsCls + <usize>c, 1);
     }
+    run = min(run, textRun(t));
   }
   const one = kept == 1 ? load<u64>(contSet, 8) : NO_PAIR;
-  const kids = esc + 4 + (<usize>nOwn << 2);
-  const nKids = load<u32>(kids);
+  const kids = esc + ((<usize>nf + 1) << 2);
   let most = cc;
-  for (let k: u32 = 0; k < nKids; k++) {
-    const x = load<u64>(kids + 4 + (<usize>k << 3));
-    if (load<u8>(readsCls + <usize>(<u32>(x >>> 32))) == 0) continue;
-    const c = <u32>x;
-    const dg = <usize>(load<u32>(nodesPtr + <usize>c * NODE) >>> 8) - 1;
-    memory.copy(walkSets + dg * SET_BYTES, contSet, 8 + (kept << 3));
-    store<u64>(walkOne + (dg << 3), one);
-    const m = walkNodes(out, c, load<u32>(nodesPtr + <usize>c * NODE, 4));
-    if (m > most) most = m;
+  for (let k: u32 = 0; k < nf; k++) {
+    const g = load<u32>(front + 4 + (<usize>k << 2));
+    const w0 = load<u32>(nodesPtr + <usize>g * NODE);
+    if (run != 0 && (w0 & 0x80) == 0 && textNode(g) && run + 1 >= nodeHeight(g)) {
+      setRange(out, trieId(g), trieId(load<u32>(nodesPtr + <usize>g * NODE, 4)));
+      continue;
+    }
+    setRange(out, trieId(g), trieId(g + 1)); // its own tokens
+    if (kept == 0) continue;
+    for (let e = load<u32>(esc + (<usize>k << 2)), end = load<u32>(esc + (<usize>(k + 1) << 2)); e < end; e++) {
+      const x = load<u64>(kids + (<usize>e << 3));
+      if (load<u8>(readsCls + <usize>(<u32>(x >>> 32))) == 0) continue;
+      const c = <u32>x;
+      const dg = <usize>(load<u32>(nodesPtr + <usize>c * NODE) >>> 8) - 1;
+      memory.copy(walkSets + dg * SET_BYTES, contSet, 8 + (kept << 3));
+      store<u64>(walkOne + (dg << 3), one);
+      const m = walkNodes(out, c, load<u32>(nodesPtr + <usize>c * NODE, 4));
+      if (m > most) most = m;
+    }
   }
   if (most + own > PDA_MAX_PAIRS) return false;
   lastPairMax = most + own; // a bound on the closures of the sets below the frontier nodes
@@ -1220,40 +1307,34 @@ function escapeWalks(out: usize, q: u32, node: u32): bool {
 }
 
 /**
- * State q's escape table, from its frontier (`front`): u32 n and the n token ids the frontier nodes
- * end (their own tokens), then u32 m and m u64 (class << 32 | node) for the frontier nodes'
- * children. Each pair of q walks from these alone, so that a frontier of a thousand nodes (the ends
- * of a number) costs a pass over two arrays, not a visit to each node and its children in the trie.
+ * State q's escape table, from its frontier (`front`, n nodes): n + 1 u32 offsets, the children of
+ * frontier node k being entries [offset k, offset k + 1), then the entries, u64 (class << 32 |
+ * node). Each pair of q walks from these alone, so that a frontier of a thousand nodes (the ends
+ * of a number) costs a pass over an array, not a visit to each node and its children in the trie.
  */
 function escapeTable(q: u32, front: usize): usize {
   const nodes = nodesPtr;
   const nf = load<u32>(front);
-  let nOwn: u32 = 0;
   let nKids: u32 = 0;
   for (let k: u32 = 0; k < nf; k++) {
     const g = load<u32>(front + 4 + (<usize>k << 2));
-    nOwn += trieId(g + 1) - trieId(g);
     const sk = load<u32>(nodes + <usize>g * NODE, 4);
     for (let c = g + 1; c < sk; c = load<u32>(nodes + <usize>c * NODE, 4)) nKids++;
   }
-  const esc = heap.alloc(8 + (<usize>nOwn << 2) + (<usize>nKids << 3));
-  store<u32>(esc, nOwn);
-  const kids = esc + 4 + (<usize>nOwn << 2);
-  store<u32>(kids, nKids);
-  let o: usize = esc + 4;
-  let j: usize = kids + 4;
+  const esc = heap.alloc(((<usize>nf + 1) << 2) + (<usize>nKids << 3));
+  let j: usize = esc + ((<usize>nf + 1) << 2);
+  let e: u32 = 0;
   for (let k: u32 = 0; k < nf; k++) {
+    store<u32>(esc + (<usize>k << 2), e);
     const g = load<u32>(front + 4 + (<usize>k << 2));
-    for (let a = trieId(g), b = trieId(g + 1); a < b; a++) {
-      store<u32>(o, load<u32>(trieIdsPtr + (<usize>a << 2)));
-      o += 4;
-    }
     const sk = load<u32>(nodes + <usize>g * NODE, 4);
     for (let c = g + 1; c < sk; c = load<u32>(nodes + <usize>c * NODE, 4)) {
       store<u64>(j, (<u64>nodeClass(load<u32>(nodes + <usize>c * NODE)) << 32) | <u64>c);
       j += 8;
+      e++;
     }
   }
+  store<u32>(esc + (<usize>nf << 2), e);
   store<u32>(symEscPtr + (<usize>q << 2), <u32>esc);
   return esc;
 }

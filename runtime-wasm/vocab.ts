@@ -559,6 +559,12 @@ function plainClassTable(): void {
   }
 }
 
+/** Per byte class of the tables, 1 when it is plain (`plainClassTable`). */
+// @ts-ignore: decorator
+@inline export function plainClasses(): usize {
+  return plainClassPtr;
+}
+
 /** The state every plain class takes q to in `trans`, or NONE16 when they do not all go to one state. */
 export function plainSuccessor(trans: usize, q: u32): u32 {
   const plain = plainClassPtr;

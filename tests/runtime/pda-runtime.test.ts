@@ -442,6 +442,37 @@ describe("pushdown masks equal a brute-force PdaRunner walk (real vocabularies)"
     spec.dispose();
   }, 240_000);
 
+  it("plain-closed states (an unanchored pattern's inside, any other property name) and the tokens that cross a long string's block ends, on Llama 3: every token of two documents", async () => {
+    // Inside `20\d{2}-\w{3}` unanchored, every plain character goes on (some to a partial match),
+    // as after `{"` where any name may come: a plain subtree is allowed whole from there, not
+    // walked (pushdown-masks.ts `plainClosed`). `^[^&]*$` is not such a state (`&` is refused).
+    // At a 64-character block's end of the 1,000-character string, the pop's pairs (the next block,
+    // the last one) have text runs that take a crossing text token whole (`escapeWalks`); a token
+    // that ends a non-ASCII character there, or one too long for the last block, is walked.
+    const schema = {
+      type: "object", required: ["date", "tag", "text"],
+      properties: {
+        date: { type: "string", pattern: "20\\d{2}-\\w{3}" },
+        tag: { type: "string", pattern: "^[^&]*$" },
+        text: { type: "string", maxLength: 1000 },
+        short: { type: "string", maxLength: 130 },
+      },
+    };
+    const { gbnf, called } = jsonSchemaToGbnf(schema, "closed.schema.json");
+    const g = grammar("closed-schema.gbnf", gbnf, called);
+    const vocab = real("llama3_1");
+    const spec = await Spec.load(g.wasm, { vocab });
+    const text = "The quick brown fox jumps over the lazy dog, then it runs away ié日本 words cross it";
+    const docs = [
+      `{"date": "on 2021-Mar, 1999", "tag": "a b-c / d", "text": "${text}", "other name": "x"}`,
+      `{"date":"2020-x_z","tag":"","text":"","short":"${"a".repeat(62)}é${"b".repeat(66)}"}`,
+    ];
+    let checked = 0;
+    for (const doc of docs) checked += checkEveryToken(spec, g, vocab, doc);
+    expect(checked).toBeGreaterThanOrEqual(40);
+    spec.dispose();
+  }, 240_000);
+
   it("JSON Schema strings of at most N characters (text tokens by length, text-lengths.ts) with escapes, UTF-8 and the bound, on Llama 3, with counts made and with counts kept from another spec", async () => {
     // A position with r characters left takes its text tokens from the per-vocabulary counts, not
     // from a walk. An escape (\n) is one character but not text: the tokens behind it (\nabc) are
