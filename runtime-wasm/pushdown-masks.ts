@@ -159,7 +159,7 @@ function setTextRuns(set: usize, h: u32): bool {
  * 3-5 ms a mask).
  */
 let closedPtr: usize = 0;
-/** The search's work list (`plainClosed`), room for closedCap states, grown as a search needs. */
+/** The search's work list (`plainClosed`): per entry u32 state, u32 the entry it was reached from; room for closedCap, grown as a search needs. */
 let closedWork: usize = 0;
 let closedCap: u32 = 0;
 /** Most states one search collects (past it, the state is taken as not plain-closed). */
@@ -178,13 +178,15 @@ function plainClosed(q: u32): bool {
   const plain = plainClasses();
   let work = closedWork;
   store<u32>(work, q);
+  store<u32>(work, 0xffffffff, 4);
   store<u8>(closedPtr + <usize>q, 3);
   let n: u32 = 1;
-  let ok = true;
-  for (let k: u32 = 0; k < n && ok; k++) {
-    const s = load<u32>(work + (<usize>k << 2));
+  let bad: u32 = 0xffffffff; // the entry of a state found not plain-closed
+  let full = false;
+  for (let k: u32 = 0; k < n && bad == 0xffffffff && !full; k++) {
+    const s = load<u32>(work + (<usize>k << 3));
     if (<u32>load<u8>(stKind + <usize>s) != SK_READS) {
-      ok = false;
+      bad = k;
       break;
     }
     const row = transBase + (<usize>(s * nc) << 1);
@@ -192,28 +194,38 @@ function plainClosed(q: u32): bool {
       if (load<u8>(plain + <usize>c) == 0) continue;
       const t = <u32>load<u16>(row + (<usize>c << 1));
       if (t == NONE16 || !readsOn(s, t)) {
-        ok = false;
+        bad = k;
         break;
       }
       const tv = <u32>load<u8>(closedPtr + <usize>t);
       if (tv == 2 || tv == 3) continue;
-      if (tv == 1 || n == CLOSED_MAX) {
-        ok = false;
+      if (tv == 1) {
+        bad = k;
+        break;
+      }
+      if (n == CLOSED_MAX) {
+        full = true;
         break;
       }
       if (n == closedCap) {
         closedCap <<= 1;
-        closedWork = heap.realloc(closedWork, <usize>closedCap << 2);
+        closedWork = heap.realloc(closedWork, <usize>closedCap << 3);
         work = closedWork;
       }
       store<u8>(closedPtr + <usize>t, 3);
-      store<u32>(work + (<usize>n << 2), t);
+      store<u32>(work + (<usize>n << 3), t);
+      store<u32>(work + (<usize>n << 3), k, 4);
       n++;
     }
   }
-  for (let k: u32 = 0; k < n; k++) store<u8>(closedPtr + <usize>load<u32>(work + (<usize>k << 2)), ok ? 2 : 0);
-  if (!ok) store<u8>(closedPtr + <usize>q, 1);
-  return ok;
+  const ok = bad == 0xffffffff && !full;
+  for (let k: u32 = 0; k < n; k++) store<u8>(closedPtr + <usize>load<u32>(work + (<usize>k << 3)), ok ? 2 : 0);
+  if (ok) return true;
+  store<u8>(closedPtr + <usize>q, 1);
+  // The bad state and every state on the search's path to it reach a state that is not plain-closed
+  // (a bounded string's positions, each a search to the end of its run otherwise).
+  for (let k = bad; k != 0xffffffff; k = load<u32>(work + (<usize>k << 3), 4)) store<u8>(closedPtr + <usize>load<u32>(work + (<usize>k << 3)), 1);
+  return false;
 }
 
 /** Per state: 0 not known yet, 1 it does not read every text character back to itself, 2 it does. */
@@ -478,6 +490,37 @@ function runEndsDead(q: u32, tr: u32): bool {
 
 /** The states of a text reader (`readsTextTo`), one per UTF-8 reader state. */
 let textMap: usize = 0;
+/**
+ * Per UTF-8 reader state u, what its non-ASCII bytes do, one entry per distinct (byte class, next
+ * reader state): u32 count at textSteps + u * TEXT_STEPS_U, then the entries, u32 class << 8 | next
+ * (`textStepsInit`, once per spec). Bytes of one class step the automaton alike, so
+ * `readsTextTo` checks ~10 entries a reader state, not 128 bytes through `textNext` (that was 85%
+ * of a cold key mask whose walk met ~15 new states: 460 µs on Snowplow---sp_103_Normalized).
+ */
+let textSteps: usize = 0;
+// @ts-ignore: decorator
+@inline const TEXT_STEPS_U: usize = 129 << 2;
+
+function textStepsInit(): void {
+  const classmap = region(H_CLASSMAP);
+  textSteps = heap.alloc(<usize>U8_STATES * TEXT_STEPS_U);
+  for (let u: u32 = 0; u < U8_STATES; u++) {
+    const list = textSteps + <usize>u * TEXT_STEPS_U;
+    let k: u32 = 0;
+    for (let b: u32 = 0x80; b < 0x100; b++) {
+      const n = textNext(u, b);
+      if (n == U8_STATES) continue;
+      const x = (<u32>load<u8>(classmap + b) << 8) | n;
+      let j: u32 = 0;
+      while (j < k && load<u32>(list + 4 + (<usize>j << 2)) != x) j++;
+      if (j == k) {
+        store<u32>(list + 4 + (<usize>k << 2), x);
+        k++;
+      }
+    }
+    store<u32>(list, k);
+  }
+}
 
 /**
  * Whether the UTF-8 reader's states map to states of the automaton (s between characters before
@@ -487,17 +530,18 @@ let textMap: usize = 0;
  */
 function readsTextTo(s0: u32, e: u32): bool {
   const nc = hdr(H_NCLASSES);
-  const classmap = region(H_CLASSMAP);
+  if (textSteps == 0) textStepsInit();
   memory.fill(textMap, 0xff, <usize>U8_STATES << 2);
   store<u32>(textMap, s0);
   // Between characters first: its lead bytes give every other reader state its automaton state.
   for (let u: u32 = 0; u < U8_STATES; u++) {
     const s = load<u32>(textMap + (<usize>u << 2));
     if (s == 0xffffffff) continue; // not reached: every reader state is some lead byte's next (or false came first)
-    for (let b: u32 = 0x80; b < 0x100; b++) {
-      const n = textNext(u, b);
-      if (n == U8_STATES) continue;
-      const t = <u32>load<u16>(transBase + (<usize>(s * nc + <u32>load<u8>(classmap + b)) << 1));
+    const list = textSteps + <usize>u * TEXT_STEPS_U;
+    for (let j: u32 = 0, k = load<u32>(list); j < k; j++) {
+      const x = load<u32>(list + 4 + (<usize>j << 2));
+      const n = x & 0xff;
+      const t = <u32>load<u16>(transBase + (<usize>(s * nc + (x >>> 8)) << 1));
       if (t == NONE16 || !readsOn(s, t)) return false;
       if (n == 0) {
         if (t != e) return false;
@@ -536,7 +580,7 @@ function pdaVocabInit(): void {
   loopsPtr = allocZero(ns);
   closedPtr = allocZero(ns);
   closedCap = 64;
-  closedWork = heap.alloc(<usize>closedCap << 2);
+  closedWork = heap.alloc(<usize>closedCap << 3);
   pathAt = heap.alloc((<usize>maxDepth + 1) << 2);
   frontCap = 256;
   frontScratch = heap.alloc(<usize>frontCap << 2);
