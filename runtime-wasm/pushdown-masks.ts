@@ -74,14 +74,14 @@ let lastPairMax: u32 = 0;
  * than q. Then the set at depth d is the pair (t, n) (what pdaStep's own one-pair case gives),
  * noted in `walkOne` without writing a set. Returns t, NONE16 when q has no transition on `cls`,
  * FAST_SKIP when node i is text and q reads text back to itself or has a text run as long as i's
- * height, or node i is plain and q keeps itself on every plain class, has a plain run that long or
- * is plain-closed (`plainClosed`) (vocab.ts: every token of the subtree of i is allowed and its
- * pair stays one pair of a reading state; the caller skips it), or FAST_NO (after writing the one
- * pair into the set at d - 1): the caller calls pdaStep. When the set at d - 1 is several pairs,
- * FAST_SKIP for a text node that each pair's text run covers (`setTextRuns`), else FAST_NO.
- * FAST_EXITS (with the pair noted, as for t) where node i's subtree is large, not all text, and
- * within t's text run (`exitsFit`): the caller may walk only below its text exits (`enterExits`),
- * or go on as for t.
+ * height, or node i is plain and q keeps itself on every plain class or has a plain run that long
+ * (one that never ends from a plain-closed state, `plainClosed`) (vocab.ts: every token of the
+ * subtree of i is allowed and its pair stays one pair of a reading state; the caller skips it), or
+ * FAST_NO (after writing the one pair into the set at d - 1): the caller calls pdaStep. When the
+ * set at d - 1 is several pairs, FAST_SKIP for a text node that each pair's text run covers
+ * (`setTextRuns`), else FAST_NO. FAST_EXITS (with the pair noted, as for t) where node i's subtree
+ * is large, not all text, and within t's text run (`exitsFit`): the caller may walk only below its
+ * text exits (`enterExits`), or go on as for t.
  */
 // @ts-ignore: decorator
 @inline function walkFast(i: u32, d: usize, cls: u32): u32 {
@@ -95,7 +95,6 @@ let lastPairMax: u32 = 0;
   if (t == NONE16) return t;
   const pr = plainRun(q);
   if (pr > tr && plainNode(i) && pr >= nodeHeight(i)) return FAST_SKIP;
-  if (plainNode(i) && plainClosed(q)) return FAST_SKIP;
   if (readsOn(q, t)) {
     store<u64>(walkOne + (d << 3), (<u64>t << 32) | (x & 0xffffffff));
     if (exitsFit(i, t)) return FAST_EXITS;
@@ -152,11 +151,11 @@ function setTextRuns(set: usize, h: u32): bool {
  * Per state: 0 not known yet, 1 not plain-closed, 2 plain-closed, 3 (while `plainClosed` runs) in
  * its search. A state is PLAIN-CLOSED when it only reads bytes and every plain class takes it, in
  * one pair (`readsOn`), to a plain-closed state: from it, every token of a plain subtree is allowed
- * and ends in one pair of a reading state, however long, as for a run that loops (`textRun`) but
- * without the one next state a run needs. The inside of a string with an unanchored pattern (any
- * character goes on, some to a partial match) and a key that may be any other name (a known name's
- * prefix or not) are such states; their walks visited every node of the trie (~270,000 on Llama 3,
- * 3-5 ms a mask).
+ * and ends in one pair of a reading state, however long. Its plain run, and that of a run that
+ * leads to it, is then taken as one that loops (`runOf`), although its plain classes go to several
+ * states. The inside of a string with an unanchored pattern (any character goes on, some to a
+ * partial match) and a key that may be any other name (a known name's prefix or not) are such
+ * states; their walks visited every node of the trie (~270,000 on Llama 3, 3-5 ms a mask).
  */
 let closedPtr: usize = 0;
 /** The search's work list (`plainClosed`): per entry u32 state, u32 the entry it was reached from; room for closedCap, grown as a search needs. */
@@ -318,7 +317,12 @@ function runOf(q: u32, text: bool): u32 {
     store<u8>(runs + <usize>s, <u8>(RUN_LOOP + 1)); // on the path: a step back to it closes a loop
     n++;
     const t = plainSuccessor(transBase, s);
-    if (t == NONE16 || !readsOn(s, t) || (text && !readsTextTo(s, t))) break;
+    if (t == NONE16 || !readsOn(s, t) || (text && !readsTextTo(s, t))) {
+      // Plain classes that go to several states from a plain-closed one: a plain run that never
+      // ends all the same (`plainClosed`), for s and the path to it.
+      if (!text && t == NONE16 && plainClosed(s)) r = RUN_LOOP + 1;
+      break;
+    }
     const v = <u32>load<u8>(runs + <usize>t);
     if (v != 0) {
       r = v;
@@ -994,11 +998,9 @@ function pdaSummarize(q: u32): void {
         i++;
         continue;
       }
-    } else if ((rootText != 0 && textNode(i) && rootText >= nodeHeight(i)) || (rootPlain > rootText && plainNode(i) && rootPlain >= nodeHeight(i)) ||
-      (plainNode(i) && plainClosed(q))) {
-      // A root child q's run takes whole, or a plain one from a plain-closed q (walkFast's
-      // FAST_SKIP with q on top): every token of it is allowed in one pair of a reading state, as
-      // stepping it and then each child would find.
+    } else if ((rootText != 0 && textNode(i) && rootText >= nodeHeight(i)) || (rootPlain > rootText && plainNode(i) && rootPlain >= nodeHeight(i))) {
+      // A root child q's run takes whole (walkFast's FAST_SKIP with q on top): every token of it
+      // is allowed in one pair of a reading state, as stepping it and then each child would find.
       i = load<u32>(p, 4);
       continue;
     }
