@@ -10,7 +10,7 @@ import { H_CLASSMAP, H_NCLASSES, H_NSTATES, NONE16, hdr, region } from "./layout
 import { transBase } from "./tables";
 import {
   NODE, nodeClass, allocZero, eosPtr, internCopy, maskAddr, maskBlocks, maskBytes, maskHashPtr, maskPtrsPtr,
-  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, nodeHeight, plainClasses, plainNode, plainSuccessor, setBit, setMaskStore, trieIdsPtr,
+  clearRange, maxDepth, nEos, nMasks, nNodes, nTrie, nodesPtr, nodeHeight, plainClasses, plainNode, plainSuccessor, setBit, setMaskStore,
   setRange, textNext, textNode, trieMask, U8_STATES, vocabPhase,
 } from "./vocab";
 import { textLengthsInit, textMaskUpTo } from "./text-lengths";
