@@ -168,7 +168,8 @@ let closedCap: u32 = 0;
 /**
  * Whether q is plain-closed: the states q reaches through plain classes are collected; if each
  * only reads bytes and takes every plain class in one pair, all of them are plain-closed (their
- * set is closed under those steps), else q is not (the others stay unknown).
+ * set is closed under those steps), else q and the states on the search's path to the one that
+ * failed are not (the others stay unknown).
  */
 function plainClosed(q: u32): bool {
   const v = <u32>load<u8>(closedPtr + <usize>q);
@@ -1308,8 +1309,7 @@ function escapeWalks(out: usize, q: u32, node: u32): bool {
   const cc = pdaPopped(node, contSet);
   if (cc + own > PDA_MAX_PAIRS) return false;
   if (!pdaAlive(cc, contSet)) return true;
-  let esc = <usize>load<u32>(symEscPtr + (<usize>q << 2));
-  if (esc == 0) esc = escapeTable(q, front);
+  let esc = <usize>load<u32>(symEscPtr + (<usize>q << 2)); // made on the first frontier node walked below
   // Which classes the pairs of the pop read (a child of another class steps to nothing, allowing no
   // token and counting no closure), and the shortest of their text runs.
   const kept = <usize>load<u32>(contSet);
@@ -1325,7 +1325,6 @@ function escapeWalks(out: usize, q: u32, node: u32): bool {
     run = min(run, textRun(t));
   }
   const one = kept == 1 ? load<u64>(contSet, 8) : NO_PAIR;
-  const kids = esc + ((<usize>nf + 1) << 2);
   let most = cc;
   for (let k: u32 = 0; k < nf; k++) {
     const g = load<u32>(front + 4 + (<usize>k << 2));
@@ -1336,6 +1335,8 @@ function escapeWalks(out: usize, q: u32, node: u32): bool {
     }
     setRange(out, trieId(g), trieId(g + 1)); // its own tokens
     if (kept == 0) continue;
+    if (esc == 0) esc = escapeTable(q, front);
+    const kids = esc + ((<usize>nf + 1) << 2);
     for (let e = load<u32>(esc + (<usize>k << 2)), end = load<u32>(esc + (<usize>(k + 1) << 2)); e < end; e++) {
       const x = load<u64>(kids + (<usize>e << 3));
       if (load<u8>(readsCls + <usize>(<u32>(x >>> 32))) == 0) continue;
