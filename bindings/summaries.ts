@@ -13,7 +13,9 @@
  * order; the map holds the shape's hash, and a summary is installed only where the whole shape is
  * equal. Two states with one key have the same automaton below them. A machine with a state of
  * more than one call edge has no canonical order here, and one that reaches more than 256 states
- * is rarely shared: they get no key (their states are not kept).
+ * (2,048 if it calls none) is rarely shared: they get no key (their states are not kept). The
+ * cache holds 512 summaries a vocabulary; once full, what a new spec computes replaces entries
+ * that no spec installed lately (`keepSummaries`).
  */
 import type { ByteDfa } from "../compiler/ir.js";
 
@@ -25,6 +27,8 @@ export interface Summary {
   front: Uint32Array;
   deepest: number;
   pairs: number;
+  /** Installed in a spec since the cache last looked for entries to let go (`keepSummaries`). */
+  used: boolean;
 }
 
 /** The runtime exports this file uses (absent in runtimes before them). */
@@ -37,9 +41,19 @@ interface SummaryExports {
 }
 
 /** At most this many summaries a vocabulary (16 KB each on a 128k vocabulary). */
-const MAX_KEPT = 512;
-/** Machines that reach more states than this get no key (rarely shared, and costly to write out). */
+export const MAX_KEPT = 512;
+/** At most this many new summaries from one spec (the others stay for what later specs bring). */
+const MAX_NEW = MAX_KEPT / 4;
+/**
+ * Machines that reach more states than this get no key (rarely shared, and costly to write out:
+ * each machine that calls another walks the callee's states again).
+ */
 const MAX_MACHINE = 256;
+/**
+ * The same for a machine that calls none (it is walked once): a long string's 64-character blocks
+ * (`char{64}`, ~450 states with escapes), which every long string of every schema calls.
+ */
+const MAX_LEAF_MACHINE = 2048;
 
 /** Per state: its key (the machine's hash and the state's place), and the machine's whole shape. */
 export interface SummaryKeys {
@@ -79,10 +93,12 @@ export function summaryKeys(dfa: ByteDfa): SummaryKeys {
       return idx[t]!;
     };
     let ok = true;
+    let most = MAX_LEAF_MACHINE;
     for (let i = 0; i < order.length && ok; i++) {
       const q = order[i]!;
       const cs = calls[q];
-      if (order.length > MAX_MACHINE || (cs !== undefined && cs.length > 1)) { ok = false; break; }
+      if (cs !== undefined && cs.length > 0) most = MAX_MACHINE;
+      if (order.length > most || (cs !== undefined && cs.length > 1)) { ok = false; break; }
       put(-1); put(flags[q]!);
       // The byte row as runs: (first byte, target) where the target changes.
       let prev = -3;
@@ -137,42 +153,79 @@ export function installSummaries(ex: SummaryExports, { keys, machine }: SummaryK
   if (!ex.sym_install || cache.size === 0) return 0;
   const words = ex.mask_words();
   let installed = 0;
+  // The last cached shape found equal to this spec's (entries of one machine kept from one spec
+  // share their shape string: one comparison, not one per state).
+  let sameCached: string | undefined;
+  let sameShape: string | undefined;
   for (let q = 0; q < keys.length; q++) {
     const k = keys[q];
     const s = k === undefined ? undefined : cache.get(k);
+    if (!s || s.mask.length !== words) continue;
     // The whole shape compared: a hash that collides installs nothing.
-    if (!s || s.mask.length !== words || s.machine !== machine(q)) continue;
+    const shape = machine(q)!;
+    if (!(Object.is(s.machine, sameCached) && Object.is(shape, sameShape))) {
+      if (s.machine !== shape) continue;
+      sameCached = s.machine;
+      sameShape = shape;
+    }
     const src = ex.out_ptr(4 * words + 4 * s.front.length);
     const buf = ex.memory.buffer;
     new Int32Array(buf, src, words).set(s.mask);
     new Uint32Array(buf, src + 4 * words, s.front.length).set(s.front);
-    if (ex.sym_install(q, src, s.deepest, s.pairs) === 0) installed++;
+    if (ex.sym_install(q, src, s.deepest, s.pairs) === 0) {
+      installed++;
+      s.used = true;
+    }
   }
   return installed;
 }
 
 /**
- * Copies the summaries a spec computed for its keyed states into the cache (up to MAX_KEPT). The
- * keys are asked for only while the cache has room.
+ * Copies the summaries a spec computed for its keyed states into the cache: at most MAX_NEW of
+ * them, and while it is full, in place of entries no spec installed since the last such look
+ * (a clock: an installed entry is passed over once, and goes the next time unless installed again
+ * meanwhile). So the machines every spec calls (whitespace, numbers, strings, a long string's
+ * blocks) stay, and the cache does not stop taking summaries once full.
  */
 export function keepSummaries(ex: SummaryExports, keysOf: () => SummaryKeys, cache: Map<string, Summary>): void {
-  if (!ex.sym_get || cache.size >= MAX_KEPT) return;
+  if (!ex.sym_get) return;
   const { keys, machine } = keysOf();
-  const words = ex.mask_words();
-  for (let q = 0; q < keys.length && cache.size < MAX_KEPT; q++) {
+  const fresh: number[] = [];
+  for (let q = 0; q < keys.length && fresh.length < MAX_NEW; q++) {
     const k = keys[q];
-    if (k === undefined || cache.has(k)) continue;
+    if (k !== undefined && !cache.has(k) && ex.sym_get(q, 0) !== 0) fresh.push(q);
+  }
+  const words = ex.mask_words();
+  const spare: Int32Array[] = [];
+  let over = cache.size + fresh.length - MAX_KEPT;
+  for (let pass = 0; pass < 2 && over > 0; pass++) {
+    for (const [k, s] of [...cache]) {
+      if (over <= 0) break;
+      cache.delete(k);
+      if (s.used) {
+        s.used = false;
+        cache.set(k, s); // to the back
+      } else {
+        over--;
+        if (s.mask.length === words) spare.push(s.mask);
+      }
+    }
+  }
+  for (const q of fresh) {
+    if (cache.size >= MAX_KEPT) break;
     const base = ex.sym_get(q, 0);
-    if (base === 0) continue;
     const buf = ex.memory.buffer;
     const f = ex.sym_get(q, 1);
     const n = new Uint32Array(buf, f, 1)[0]!;
-    cache.set(k, {
+    const mask = spare.pop() ?? new Int32Array(words);
+    mask.set(new Int32Array(buf, base, words));
+    cache.set(keys[q]!, {
       machine: machine(q)!,
-      mask: new Int32Array(buf, base, words).slice(),
+      mask,
       front: new Uint32Array(buf, f, n + 1).slice(),
       deepest: ex.sym_get(q, 2),
       pairs: ex.sym_get(q, 3),
+      used: false,
     });
   }
 }

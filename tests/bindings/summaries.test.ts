@@ -8,7 +8,7 @@ import type { ByteDfa } from "../../compiler/ir.js";
 import { compileToWasm } from "../../compiler/compile.js";
 import { compileJsonSchema } from "../../compiler/jsonschema/index.js";
 import { Spec } from "../../bindings/spec.js";
-import { installSummaries, keepSummaries, summaryKeys, type Summary } from "../../bindings/summaries.js";
+import { MAX_KEPT, installSummaries, keepSummaries, summaryKeys, type Summary } from "../../bindings/summaries.js";
 import { Vocabulary } from "../../bindings/vocab.js";
 import { loadPackageTokenizer, tokenizerJsonPath } from "../helpers/tokenizers.js";
 
@@ -19,6 +19,9 @@ const schemas: [unknown, string[]][] = [
     ['{"name": "Ada", "tags": ["x", "a longer tag \\n", ""], "n": 42}', '{"tags": []}']],
   [{ type: "array", items: { type: "object", properties: { k: { type: "string" }, v: {} } } },
     ['[{"k": "one", "v": {"deep": [1, [2, {"x": null}]]}}, {"k": "two", "v": "str"}]']],
+  // A long string: 64-character blocks, each a called machine of ~450 states (escapes included).
+  [{ type: "object", properties: { t: { type: "string", maxLength: 300 } } },
+    [`{"t": "${"Our agency used a combination of automated tools, \\n and manual analysis. ".repeat(3)}"}`]],
 ];
 
 type Ex = Spec["exports"];
@@ -105,6 +108,41 @@ describe("pushdown summaries kept from spec to spec", () => {
     }
     expect(steps).toBeGreaterThan(200);
     expect(installed).toBeGreaterThan(5);
+  });
+
+  it("a long string's block machine (more than 256 states) has keys", async () => {
+    const spec = await Spec.load(compileToWasm(compileJsonSchema(schemas[3]![0])));
+    const places = summaryKeys(spec.dfa).keys.flatMap((k) => (k === undefined ? [] : [Number(k.split("#")[1])]));
+    expect(Math.max(...places)).toBeGreaterThan(256);
+  });
+
+  it("a full cache takes a spec's new summaries in place of entries no spec installed since the last look", async () => {
+    const vocab = await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama3_1"));
+    const tok = await loadPackageTokenizer("llama3_1");
+    const [schema, docs] = schemas[0]!;
+    const spec = await Spec.load(compileToWasm(compileJsonSchema(schema)), { vocab });
+    await masksAlong(spec, tok.encode(docs[0]!));
+    const fake = (used: boolean): Summary => ({ machine: "fake", mask: new Int32Array(1), front: new Uint32Array(1), deepest: 0, pairs: 0, used });
+    const cache = new Map<string, Summary>();
+    for (let i = 0; i < MAX_KEPT; i++) cache.set(`fake#${i}`, fake(i % 2 === 0)); // the even ones installed
+    const exports = spec.exports as Ex & { sym_get(q: number, k: number): number };
+    keepSummaries(exports, () => spec.summaryKeys(), cache);
+    const added = [...cache.keys()].filter((k) => !k.startsWith("fake#"));
+    expect(added.length).toBeGreaterThan(1);
+    expect(cache.size).toBe(MAX_KEPT);
+    // The oldest entries not installed went, in order; every installed one stayed, now to be installed again.
+    for (let i = 0; i < 2 * added.length; i++) expect(cache.has(`fake#${i}`)).toBe(i % 2 === 0);
+    expect(cache.has(`fake#${2 * added.length + 1}`)).toBe(true);
+    expect(cache.get("fake#0")!.used).toBe(false);
+    // Kept again with nothing installed meanwhile: the entries passed over once go first (the new
+    // ones are already in: nothing to take, nothing let go).
+    keepSummaries(exports, () => spec.summaryKeys(), cache);
+    expect(cache.size).toBe(MAX_KEPT);
+    expect(cache.has("fake#0")).toBe(true);
+    // What was kept installs in a new spec and marks its entries installed.
+    const next = await Spec.load(compileToWasm(compileJsonSchema(schema)), { vocab: await Vocabulary.fromTokenizerJson(tokenizerJsonPath("llama3_1")) });
+    expect(installSummaries(next.exports, next.summaryKeys(), cache)).toBe(added.length);
+    for (const k of added) expect(cache.get(k)!.used).toBe(true);
   });
 
   it("a string's states have the same keys in two schemas; a summary installed in the wrong state changes masks", async () => {
