@@ -163,7 +163,7 @@ export function installSummaries(ex: SummaryExports, { keys, machine }: SummaryK
     if (!s || s.mask.length !== words) continue;
     // The whole shape compared: a hash that collides installs nothing.
     const shape = machine(q)!;
-    if (!(Object.is(s.machine, sameCached) && Object.is(shape, sameShape))) {
+    if (s.machine !== sameCached || shape !== sameShape) { // the same string objects: no content compared
       if (s.machine !== shape) continue;
       sameCached = s.machine;
       sameShape = shape;

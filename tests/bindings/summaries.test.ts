@@ -134,8 +134,8 @@ describe("pushdown summaries kept from spec to spec", () => {
     for (let i = 0; i < 2 * added.length; i++) expect(cache.has(`fake#${i}`)).toBe(i % 2 === 0);
     expect(cache.has(`fake#${2 * added.length + 1}`)).toBe(true);
     expect(cache.get("fake#0")!.used).toBe(false);
-    // Kept again with nothing installed meanwhile: the entries passed over once go first (the new
-    // ones are already in: nothing to take, nothing let go).
+    // Kept again from the same spec: its summaries are in already, so nothing is taken and nothing
+    // let go (the entries passed over once stay until room is needed).
     keepSummaries(exports, () => spec.summaryKeys(), cache);
     expect(cache.size).toBe(MAX_KEPT);
     expect(cache.has("fake#0")).toBe(true);
