@@ -100,23 +100,42 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     return id;
   };
 
-  // `callList`: its calls by rule, sorted (most items call nothing: one shared empty list).
-  // `state`: the subset state of this item alone, once asked for (stateOf).
-  interface Closure { kernel: number[]; accept: boolean; callList: (readonly [number, number[]])[]; state: number | undefined }
+  // Items met so far (stack * P + position: past 2^31 on big grammars, so a Map would hash them as
+  // boxed doubles), interned by id-table.ts: per id the item, the subset state of the item alone
+  // (-2: not asked yet, -1: none), and for an item that reads no byte its closure. An item that
+  // reads a byte (most of them: a literal's next byte) is its own closure and needs no object.
+  interface Closure { kernel: number[]; accept: boolean; callList: (readonly [number, number[]])[] }
   const NO_CALLS: (readonly [number, number[]])[] = [];
-  const itemMemo = new Map<number, Closure>();
-  const budget: ClosureBudget = { left: MAX_CLOSURE_WORK, maxDepth: Infinity, name: opts.name };
-  const closeItem = (seed: number): Closure => {
-    let hit = itemMemo.get(seed);
-    if (hit) return hit;
-    // A position that reads a byte is its own closure (most items: the next byte of a literal).
-    if (net.kind[seed % P] === K_BYTES) {
-      hit = { kernel: [seed], accept: false, callList: NO_CALLS, state: undefined };
-      itemMemo.set(seed, hit);
-      return hit;
+  const itemIds = new IdTable();
+  let itemSeed = new Float64Array(1024);
+  let itemState = new Int32Array(1024);
+  const itemClosure_: (Closure | undefined)[] = [];
+  let nItems = 0;
+  let qSeed = 0;
+  const sameItem = (id: number): boolean => itemSeed[id] === qSeed;
+  const itemId = (seed: number): number => {
+    const h = (seed | 0) ^ Math.imul((seed / 4294967296) | 0, 0x9e3779b1);
+    qSeed = seed;
+    let id = itemIds.find(h, sameItem);
+    if (id < 0) {
+      id = nItems++;
+      if (id === itemSeed.length) {
+        const s2 = new Float64Array(2 * id); s2.set(itemSeed); itemSeed = s2;
+        const t2 = new Int32Array(2 * id); t2.set(itemState); itemState = t2;
+      }
+      itemSeed[id] = seed;
+      itemState[id] = -2;
+      itemIds.add(h, id);
     }
+    return id;
+  };
+  const budget: ClosureBudget = { left: MAX_CLOSURE_WORK, maxDepth: Infinity, name: opts.name };
+  /** The closure of an item that reads no byte, item id `id` (memoized). */
+  const closeItem = (id: number): Closure => {
+    const hit = itemClosure_[id];
+    if (hit) return hit;
     let calls: Map<number, number[]> | undefined;
-    const { kernel, accept } = itemClosure(net, stParent, stPos, seed, (st, pos, add) => {
+    const { kernel, accept } = itemClosure(net, stParent, stPos, itemSeed[id]!, (st, pos, add) => {
       const next = net.next[pos]!;
       const rule = net.arg[pos]!;
       if (net.cut[pos]) {
@@ -129,13 +148,14 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
         return;
       }
       const ns = next === END ? st : push(st, next);
-      for (const e of net.entries[rule]!) add(ns * P + e);
+      for (let j = 0, es_ = net.entries[rule]!; j < es_.length; j++) { const e = es_[j]!; add(ns * P + e); }
     }, budget);
     const callList = calls ? sortByFirst([...calls].map(([rule, r]) => [rule, sortNumbers([...new Set(r)])] as const)) : NO_CALLS;
-    hit = { kernel, accept, callList, state: undefined };
-    itemMemo.set(seed, hit);
-    return hit;
+    const c: Closure = { kernel, accept, callList };
+    itemClosure_[id] = c;
+    return c;
   };
+  const readsByte = (item: number): boolean => net.kind[item % P] === K_BYTES;
 
   const kernels: number[][] = [];
   const accepting: number[] = [];
@@ -154,38 +174,66 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     if (k.length !== kernel.length || cl.length !== callList.length) return false;
     for (let i = 0; i < k.length; i++) if (k[i] !== kernel[i]) return false;
     for (let i = 0; i < cl.length; i++) {
-      const [r1, x1] = cl[i]!, [r2, x2] = callList[i]!;
+      const r1 = cl[i]![0], x1 = cl[i]![1], r2 = callList[i]![0], x2 = callList[i]![1];
       if (r1 !== r2 || x1.length !== x2.length) return false;
       for (let j = 0; j < x1.length; j++) if (x1[j] !== x2[j]) return false;
     }
     return true;
   };
-  const seedMemo = new Map<string, number>();
+  // Seed sets of more than one item, interned like the states (a string key per set was garbage).
+  const seedIds = new IdTable();
+  const seedLists: number[][] = [];
+  const seedStates: number[] = [];
+  let qSeeds: readonly number[] = [];
+  const sameSeeds = (id: number): boolean => {
+    const a = seedLists[id]!, b = qSeeds;
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+    return true;
+  };
+  const oneKernel = [0];
+  /** The subset state of a sorted, distinct seed list (`seeds` may be scratch: it is copied when kept). */
   const stateOf = (seeds: readonly number[]): number => {
-    const skey = seeds.length === 1 ? "" : seeds.join(",");
-    // Most seed sets are one item: its state is kept on its closure (no string key, no second map).
-    const one = seeds.length === 1 ? closeItem(seeds[0]!) : undefined;
-    const memo = one ? one.state : seedMemo.get(skey);
-    if (memo !== undefined) return memo;
-    let kernel: number[];
+    let item = -1, sh = 0;
+    if (seeds.length === 1) {
+      // Most seed sets are one item: its state is kept by the item's id.
+      item = itemId(seeds[0]!);
+      const st = itemState[item]!;
+      if (st !== -2) return st;
+    } else {
+      sh = 0x1b873593 ^ seeds.length;
+      for (let j = 0; j < seeds.length; j++) { const x = seeds[j]!; sh = Math.imul(sh ^ (x | 0) ^ ((x / 4294967296) | 0), 0xcc9e2d51); }
+      qSeeds = seeds;
+      const k = seedIds.find(sh, sameSeeds);
+      if (k >= 0) return seedStates[k]!;
+    }
+    let kernel: readonly number[];
     let accept = false;
     let callList: (readonly [number, number[]])[];
-    if (one) {
+    if (item >= 0 && readsByte(seeds[0]!)) {
+      oneKernel[0] = seeds[0]!;
+      kernel = oneKernel;
+      callList = NO_CALLS;
+    } else if (item >= 0) {
       // One item: its closure is the state (kernel and returns already sorted and distinct).
+      const one = closeItem(item);
       kernel = one.kernel;
       accept = one.accept;
       callList = one.callList;
     } else {
       const all = new Set<number>();
       const calls = new Map<number, Set<number>>();
-      for (const s of seeds) {
-        const c = closeItem(s);
+      for (let j = 0; j < seeds.length; j++) {
+        const s = seeds[j]!;
+        if (readsByte(s)) { all.add(s); continue; }
+        const c = closeItem(itemId(s));
         accept ||= c.accept;
-        for (const x of c.kernel) all.add(x);
-        for (const [r, rets] of c.callList) {
+        for (let k = 0; k < c.kernel.length; k++) { const x = c.kernel[k]!; all.add(x); }
+        for (let i = 0; i < c.callList.length; i++) {
+          const r = c.callList[i]![0], rets = c.callList[i]![1];
           let set = calls.get(r);
           if (!set) calls.set(r, (set = new Set()));
-          for (const x of rets) set.add(x);
+          for (let k = 0; k < rets.length; k++) { const x = rets[k]!; set.add(x); }
         }
       }
       kernel = sortNumbers([...all]);
@@ -195,10 +243,11 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     if (kernel.length === 0 && !accept && callList.length === 0) id = -1;
     else {
       let h = accept ? 0x5bd1e995 : 0x27d4eb2f;
-      for (const x of kernel) h = Math.imul(h ^ x, 0x9e3779b1);
-      for (const [r, xs] of callList) {
+      for (let j = 0; j < kernel.length; j++) { const x = kernel[j]!; h = Math.imul(h ^ x, 0x9e3779b1); }
+      for (let i = 0; i < callList.length; i++) {
+        const r = callList[i]![0], xs = callList[i]![1];
         h = Math.imul(h ^ (r + 0x7fff), 0x85ebca6b);
-        for (const x of xs) h = Math.imul(h ^ x, 0xc2b2ae35);
+        for (let k = 0; k < xs.length; k++) { const x = xs[k]!; h = Math.imul(h ^ x, 0xc2b2ae35); }
       }
       h ^= kernel.length + (callList.length << 20);
       qAccept = accept; qKernel = kernel; qCalls = callList;
@@ -207,13 +256,17 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
         id = kernels.length;
         if (id >= maxStates) throw new GrammarLimitError("maxGrammarStates", id + 1, maxStates, Infinity, opts.name);
         stateIds.add(h, id);
-        kernels.push(kernel);
+        kernels.push(kernel === oneKernel ? [oneKernel[0]!] : (kernel as number[]));
         accepting.push(accept ? 1 : 0);
         callSeeds.push(callList);
       }
     }
-    if (one) one.state = id;
-    else seedMemo.set(skey, id);
+    if (item >= 0) itemState[item] = id;
+    else {
+      // (The closures above may have grown the table: the seed list's slot is looked up again.)
+      qSeeds = seeds;
+      if (seedIds.find(sh, sameSeeds) < 0) { seedIds.add(sh, seedLists.length); seedLists.push(seeds.slice()); seedStates.push(id); }
+    }
     return id;
   };
 
@@ -269,7 +322,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       if (cs.length > 0) {
         oneSeed[0] = succOf(kernel[0]!);
         const t = stateOf(oneSeed);
-        for (const c of cs) trans[row + c] = t;
+        for (let k = 0; k < cs.length; k++) { const c = cs[k]!; trans[row + c] = t; }
         if (t >= 0) succs.push(t);
       }
     } else {
@@ -288,7 +341,8 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
         listBits[j * W + (k >>> 5)]! |= 1 << (k & 31);
       }
       for (let j = 0; j < nLists; j++) {
-        for (const c of classLists[lists[j]!]!) {
+        for (let k = 0, cs_ = classLists[lists[j]!]!; k < cs_.length; k++) {
+          const c = cs_[k]!;
           let fresh = true;
           for (let w = 0; w < W; w++) { if (bits[c * W + w] !== 0) fresh = false; bits[c * W + w]! |= listBits[j * W + w]!; }
           if (fresh) usedBuf[nUsed++] = c;
@@ -330,7 +384,9 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     if (callSeeds[s]!.length === 0) rawCalls.push(NO_EDGES);
     else {
       const edges: [number, number, number][] = [];
-      for (const [rule, rets] of callSeeds[s]!) {
+      const cs = callSeeds[s]!;
+      for (let i = 0; i < cs.length; i++) {
+        const rule = cs[i]![0], rets = cs[i]![1];
         let start = startOf.get(rule);
         if (start === undefined) { start = stateOf(net.entries[rule]!); startOf.set(rule, start); }
         const ret = stateOf(rets);
@@ -351,7 +407,11 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   let nLive = 0;
   for (let s = 0; s < n; s++) if (reach[s]) liveId[s] = nLive++;
   const ruleSeen = new Uint8Array(cfg.rules.length);
-  for (let s = 0; s < n; s++) if (reach[s]) for (const [r, st, rt] of rawCalls[s]!) if (prod[st] && prod[rt]) ruleSeen[r] = 1;
+  for (let s = 0; s < n; s++) {
+    if (!reach[s]) continue;
+    const es = rawCalls[s]!;
+    for (let i = 0; i < es.length; i++) if (prod[es[i]![1]] && prod[es[i]![2]]) ruleSeen[es[i]![0]] = 1;
+  }
   const calledRules: number[] = [];
   for (let r = 0; r < ruleSeen.length; r++) if (ruleSeen[r]) calledRules.push(r);
   const callSym = new Map(calledRules.map((r, k) => [r, k] as const));
@@ -368,7 +428,9 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     lAcc[id] = accepting[s]!;
     for (let c = 0; c < nClasses; c++) { const t = trans[s * nClasses + c]!; if (t >= 0 && liveId[t]! >= 0) lTrans[id * nClasses + c] = liveId[t]!; }
     const from = lCalls.length;
-    for (const [r, st, rt] of rawCalls[s]!) {
+    const es = rawCalls[s]!;
+    for (let i = 0; i < es.length; i++) {
+      const r = es[i]![0], st = es[i]![1], rt = es[i]![2];
       if (!prod[st] || !prod[rt]) continue;
       const k = callSym.get(r)!;
       let at = lCalls.length;
@@ -432,7 +494,9 @@ export function trimPda(n: number, initial: number, accepting: (s: number) => bo
   for (let s = 0; s < n; s++) {
     last = -1;
     next(s, countEdge);
-    for (const [st, rt] of calls(s)) {
+    const cs = calls(s);
+    for (let i = 0; i < cs.length; i++) {
+      const st = cs[i]![0], rt = cs[i]![1];
       watchAt[st + 1]!++;
       if (rt !== st) watchAt[rt + 1]!++;
       nCalls++;
@@ -451,7 +515,9 @@ export function trimPda(n: number, initial: number, accepting: (s: number) => bo
       from = s;
       last = -1;
       next(s, noteEdge);
-      for (const [st, rt] of calls(s)) {
+      const cs = calls(s);
+      for (let i = 0; i < cs.length; i++) {
+        const st = cs[i]![0], rt = cs[i]![1];
         owner[e] = s;
         waiting[e] = st === rt ? 1 : 2;
         watch[wa[st]!++] = e;
@@ -476,7 +542,8 @@ export function trimPda(n: number, initial: number, accepting: (s: number) => bo
   while (queue.length) {
     const s = queue.pop()!;
     next(s, visit);
-    for (const [st, rt] of calls(s)) if (prod[st] && prod[rt]) { visit(st); visit(rt); }
+    const cs = calls(s);
+    for (let i = 0; i < cs.length; i++) { const st = cs[i]![0], rt = cs[i]![1]; if (prod[st] && prod[rt]) { visit(st); visit(rt); } }
   }
   return { prod, live };
 }

@@ -369,12 +369,15 @@ function byteClasses(sets: readonly ByteSym[]): { classMap: Uint8Array; nClasses
 export function setClasses(net: Network): { classMap: Uint8Array; nClasses: number; setClass: Uint8Array } {
   const { classMap, nClasses, reps } = byteClasses(net.byteSets);
   const setClass = new Uint8Array(net.byteSets.length * nClasses);
-  net.byteSets.forEach((s, i) => {
+  // (Indexed loops: a callback with a destructured range per set and class was a tenth of what
+  // the pushdown compilation allocated on big schemas.)
+  for (let i = 0; i < net.byteSets.length; i++) {
+    const ranges = net.byteSets[i]!.ranges;
     for (let c = 0; c < nClasses; c++) {
       const b = reps[c]!;
-      if (s.ranges.some(([lo, hi]) => b >= lo && b <= hi)) setClass[i * nClasses + c] = 1;
+      for (let k = 0; k < ranges.length; k++) if (b >= ranges[k]![0] && b <= ranges[k]![1]) { setClass[i * nClasses + c] = 1; break; }
     }
-  });
+  }
   return { classMap, nClasses, setClass };
 }
 
@@ -390,27 +393,53 @@ export function itemClosure(
   budget?: ClosureBudget,
 ): { kernel: number[]; accept: boolean } {
   const P = net.kind.length;
-  const seen = new Set<number>([seed]);
-  const work = [seed];
+  // Most closures are a few items: the items seen are a scratch list searched in order, and a Set
+  // only past SMALL_CLOSURE of them (a Set and a work array per closure were most of what the
+  // subset constructions allocated). A nested call (none today) gets lists of its own.
+  const own = closureBusy;
+  closureBusy = true;
+  const seenList = own ? [] : scratchSeen;
+  const work = own ? [] : scratchWork;
+  seenList.length = 0;
+  work.length = 0;
+  let seen: Set<number> | undefined;
+  seenList.push(seed);
+  work.push(seed);
   const kernel: number[] = [];
   let accept = false;
-  const add = (x: number) => { if (!seen.has(x)) { seen.add(x); work.push(x); } };
-  while (work.length) {
-    if (budget && --budget.left < 0) {
-      throw new GrammarLimitError("maxClosureWork", MAX_CLOSURE_WORK + 1, MAX_CLOSURE_WORK, budget.maxDepth, budget.name);
+  const add = (x: number) => {
+    if (seen) { if (seen.has(x)) return; seen.add(x); }
+    else {
+      for (let i = 0; i < seenList.length; i++) if (seenList[i] === x) return;
+      seenList.push(x);
+      if (seenList.length > SMALL_CLOSURE) seen = new Set(seenList);
     }
-    const it = work.pop()!;
-    const pos = it % P;
-    const st = (it - pos) / P;
-    const kind = net.kind[pos]!;
-    if (kind === K_BYTES) kernel.push(it);
-    else if (kind === K_END) {
-      if (st === 0) accept = true;
-      else add(stParent[st]! * P + stPos[st]!);
-    } else onCall(st, pos, add);
+    work.push(x);
+  };
+  try {
+    while (work.length) {
+      if (budget && --budget.left < 0) {
+        throw new GrammarLimitError("maxClosureWork", MAX_CLOSURE_WORK + 1, MAX_CLOSURE_WORK, budget.maxDepth, budget.name);
+      }
+      const it = work.pop()!;
+      const pos = it % P;
+      const st = (it - pos) / P;
+      const kind = net.kind[pos]!;
+      if (kind === K_BYTES) kernel.push(it);
+      else if (kind === K_END) {
+        if (st === 0) accept = true;
+        else add(stParent[st]! * P + stPos[st]!);
+      } else onCall(st, pos, add);
+    }
+  } finally {
+    if (!own) closureBusy = false;
   }
   return { kernel: sortNumbers(kernel), accept };
 }
+const SMALL_CLOSURE = 32;
+const scratchSeen: number[] = [];
+const scratchWork: number[] = [];
+let closureBusy = false;
 
 // ───────────────────────────── subset construction ─────────────────────────────
 
