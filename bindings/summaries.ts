@@ -79,11 +79,42 @@ export function summaryKeys(dfa: ByteDfa): SummaryKeys {
   const runStarts = Int32Array.from(runs);
   const runClass = runStarts.map((b) => classMap[b]!);
   // The called machines' start states, each once.
-  const starts = [...new Set(calls.flatMap((cs) => cs.map(([st]) => st)))];
+  const starts: number[] = [];
+  {
+    const isStart = new Uint8Array(n);
+    for (let q = 0; q < calls.length; q++) {
+      const cs = calls[q];
+      if (cs === undefined) continue;
+      for (let i = 0; i < cs.length; i++) { const st = cs[i]![0]; if (!isStart[st]) { isStart[st] = 1; starts.push(st); } }
+    }
+  }
   // Breadth-first from s: a state's targets have their canonical index (`idx`, -1: not reached) as
   // soon as they are visited. Each number of the shape goes to `put` (the hash, or the shape
   // written out). Returns the states in canonical order, or undefined: no key.
   const idx = new Int32Array(n).fill(-1);
+  // A state's byte row, once read: (first byte, target) where the target changes (`rowPool` from
+  // rowAt[q], rowLen[q] numbers; rowAt -1: not read yet). The walks of machines that call others
+  // cover their callees' states again, and most rows have one or two targets: reading each row's
+  // runs once, not once per walk through it, was most of this function on large schemas.
+  const rowAt = new Int32Array(n).fill(-1);
+  const rowLen = new Int32Array(n);
+  let rowPool = new Int32Array(1024);
+  let rowUsed = 0;
+  const readRow = (q: number): void => {
+    const row = q * nc;
+    let prev = -3;
+    const at = rowUsed;
+    for (let r = 0; r < runStarts.length; r++) {
+      const t = trans[row + runClass[r]!]!;
+      if (t === prev) continue;
+      if (rowUsed + 2 > rowPool.length) { const p2 = new Int32Array(2 * rowPool.length); p2.set(rowPool); rowPool = p2; }
+      rowPool[rowUsed++] = runStarts[r]!;
+      rowPool[rowUsed++] = t;
+      prev = t;
+    }
+    rowAt[q] = at;
+    rowLen[q] = rowUsed - at;
+  };
   const walk = (s: number, put: (x: number) => void): number[] | undefined => {
     const order = [s];
     idx[s] = 0;
@@ -100,13 +131,10 @@ export function summaryKeys(dfa: ByteDfa): SummaryKeys {
       if (cs !== undefined && cs.length > 0) most = MAX_MACHINE;
       if (order.length > most || (cs !== undefined && cs.length > 1)) { ok = false; break; }
       put(-1); put(flags[q]!);
-      // The byte row as runs: (first byte, target) where the target changes.
-      let prev = -3;
-      const row = q * nc;
-      for (let r = 0; r < runStarts.length; r++) {
-        const ti = visit(trans[row + runClass[r]!]!);
-        if (ti !== prev) { put(runStarts[r]!); put(ti); prev = ti; }
-      }
+      // The byte row as runs: (first byte, target) where the target changes (the canonical
+      // index changes exactly where the state does).
+      if (rowAt[q]! < 0) readRow(q);
+      for (let k = rowAt[q]!, end = k + rowLen[q]!; k < end; k += 2) { put(rowPool[k]!); put(visit(rowPool[k + 1]!)); }
       put(-2); put(visit(envNext[q]!));
       if (cs !== undefined && cs.length === 1) { put(-3); put(visit(cs[0]![0])); put(visit(cs[0]![1])); }
     }
