@@ -273,9 +273,23 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const initial = stateOf(net.entries[cfg.start]!);
   if (initial < 0) return emptyLanguage(cfg);
   const startOf = new Map<number, number>();
-  // Transition rows, nClasses per state, in a typed array grown by doubling (a JS array pushed
-  // one entry at a time was a third of this function's time).
-  let trans = new Int32Array(Math.max(64, nClasses) * 128).fill(-1);
+  // Byte transitions, sparse: state s's (class, target) pairs, classes ascending, are eCls/eTo
+  // from eAt[s] (typed arrays grown by doubling). Most states read one or a few classes: dense
+  // rows of every class, copied again for the live states, were scanned whole by every step after
+  // this one (a tenth of this function on large schemas).
+  const eAt: number[] = [];
+  let eCls = new Int32Array(1024);
+  let eTo = new Int32Array(1024);
+  let nE = 0;
+  const addEdge = (c: number, t: number): void => {
+    if (nE === eCls.length) {
+      const c2 = new Int32Array(2 * nE), t2 = new Int32Array(2 * nE);
+      c2.set(eCls); t2.set(eTo);
+      eCls = c2; eTo = t2;
+    }
+    eCls[nE] = c;
+    eTo[nE++] = t;
+  };
   const rawCalls: (readonly [number, number, number])[][] = []; // [rule, start, ret]
   const NO_EDGES: [number, number, number][] = [];
   // Per position, the id of the list of byte classes it reads: that of its byte set (interned), or
@@ -309,12 +323,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const succs: number[] = [];
   for (let s = 0; s < kernels.length; s++) {
     const kernel = kernels[s]!;
-    const row = s * nClasses;
-    if (row + nClasses > trans.length) {
-      const grown = new Int32Array(Math.max(2 * trans.length, row + nClasses)).fill(-1);
-      grown.set(trans);
-      trans = grown;
-    }
+    eAt.push(nE);
     succStart.push(succs.length);
     if (kernel.length === 1) {
       // One item (a literal's next byte, a trie's node): every class it reads goes to one state.
@@ -322,8 +331,10 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
       if (cs.length > 0) {
         oneSeed[0] = succOf(kernel[0]!);
         const t = stateOf(oneSeed);
-        for (let k = 0; k < cs.length; k++) { const c = cs[k]!; trans[row + c] = t; }
-        if (t >= 0) succs.push(t);
+        if (t >= 0) {
+          for (let k = 0; k < cs.length; k++) addEdge(cs[k]!, t);
+          succs.push(t);
+        }
       }
     } else {
       const W = (kernel.length + 31) >>> 5;
@@ -375,7 +386,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
           groups[nGroups + 1] = stateOf(sortNumbers(seeds));
           nGroups += 2;
         }
-        trans[row + c] = groups[g + 1]!;
+        if (groups[g + 1]! >= 0) addEdge(c, groups[g + 1]!);
       }
       for (let g = 1; g < nGroups; g += 2) if (groups[g]! >= 0) succs.push(groups[g]!);
       for (let u = 0; u < nUsed; u++) { const c = usedBuf[u]!; for (let w = 0; w < W; w++) bits[c * W + w] = 0; } // (fill's call costs more for W = 1, the usual)
@@ -397,6 +408,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   }
   const n = kernels.length;
   succStart.push(succs.length);
+  eAt.push(nE);
 
   const NO_PAIRS: (readonly [number, number])[] = [];
   const callPairs: (readonly [number, number])[][] = rawCalls.map((es) => (es === NO_EDGES ? NO_PAIRS : es.map(([, st, rt]) => [st, rt] as const))); // (edges have st, rt ≥ 0)
@@ -416,7 +428,11 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   for (let r = 0; r < ruleSeen.length; r++) if (ruleSeen[r]) calledRules.push(r);
   const callSym = new Map(calledRules.map((r, k) => [r, k] as const));
   const K = calledRules.length;
-  const lTrans = new Int32Array(nLive * nClasses).fill(-1);
+  // The live states' byte transitions, sparse as above (`lCls`/`lTo` from lAt[s]).
+  const lAt = new Int32Array(nLive + 1);
+  const lCls = new Int32Array(nE);
+  const lTo = new Int32Array(nE);
+  let nL = 0;
   const lAcc = new Uint8Array(nLive);
   // Per live state, its call edges (k, start, ret in live numbering; k the called rule's symbol),
   // k ascending: `lCalls` from lCallAt[s] (few states have any).
@@ -426,7 +442,8 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     const id = liveId[s]!;
     if (id < 0) continue;
     lAcc[id] = accepting[s]!;
-    for (let c = 0; c < nClasses; c++) { const t = trans[s * nClasses + c]!; if (t >= 0 && liveId[t]! >= 0) lTrans[id * nClasses + c] = liveId[t]!; }
+    for (let e = eAt[s]!; e < eAt[s + 1]!; e++) { const t = liveId[eTo[e]!]!; if (t >= 0) { lCls[nL] = eCls[e]!; lTo[nL++] = t; } }
+    lAt[id + 1] = nL;
     const from = lCalls.length;
     const es = rawCalls[s]!;
     for (let i = 0; i < es.length; i++) {
@@ -447,8 +464,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
   const { blockOf, nBlocks } = minimize({
     nStates: nLive, nSyms: nClasses + 2 * K, initial: liveId[initial]!,
     edges: (s, f) => {
-      const row = s * nClasses;
-      for (let c = 0; c < nClasses; c++) { const t = lTrans[row + c]!; if (t >= 0) f(c, t); }
+      for (let e = lAt[s]!; e < lAt[s + 1]!; e++) f(lCls[e]!, lTo[e]!);
       for (let i = lCallAt[s]!; i < lCallAt[s + 1]!; i += 3) f(nClasses + lCalls[i]!, lCalls[i + 2]!);
       for (let i = lCallAt[s]!; i < lCallAt[s + 1]!; i += 3) f(nClasses + K + lCalls[i]!, lCalls[i + 1]!);
     },
@@ -463,7 +479,7 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     if (done[b]) continue;
     done[b] = 1;
     mAcc[b] = lAcc[s]!;
-    for (let c = 0; c < nClasses; c++) { const t = lTrans[s * nClasses + c]!; mTrans[b * nClasses + c] = t < 0 ? -1 : blockOf[t]!; }
+    for (let e = lAt[s]!; e < lAt[s + 1]!; e++) mTrans[b * nClasses + lCls[e]!] = blockOf[lTo[e]!]!;
     if (lCallAt[s] === lCallAt[s + 1]) { mCalls[b] = NO_PAIRS; continue; } // (most states call nothing)
     const list: [number, number][] = [];
     for (let i = lCallAt[s]!; i < lCallAt[s + 1]!; i += 3) list.push([blockOf[lCalls[i + 1]!]!, blockOf[lCalls[i + 2]!]!]);

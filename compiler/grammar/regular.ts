@@ -588,28 +588,37 @@ function emptyLanguage(cfg: Cfg, maxDepth: number): never {
 export function mergeClasses(d: GrammarDfa): GrammarDfa {
   // Columns compared by a hash first, then element by element (no per-column string keys).
   const { nStates, nClasses: k } = d;
-  const sameColumn = (a: number, b: number): boolean => {
-    for (let s = 0; s < nStates; s++) if (d.trans[s * k + a] !== d.trans[s * k + b]) return false;
-    return true;
-  };
   // Every column's hash in one pass over the rows (a pass per column strode across the whole
   // table once per class: 5 ms of a large schema's compile).
   const hashes = new Int32Array(k).fill(0x811c9dc5 | 0);
   for (let s = 0, row = 0; s < nStates; s++, row += k) {
     for (let c = 0; c < k; c++) hashes[c] = Math.imul(hashes[c]! ^ d.trans[row + c]!, 0x01000193);
   }
-  const byHash = new Map<number, number[]>(); // column hash → kept classes
+  // Each class's candidate twin is the first class with its hash; all candidates are checked in
+  // one more pass over the rows (a column compared by striding the whole table once per merged
+  // class was most of this function). A class whose hash collides with an unequal column's stays
+  // a class of its own (a table with two equal columns is still exact; a 32-bit collision on a
+  // grammar's few dozen columns is not expected).
+  const firstOf = new Map<number, number>();
+  const twinOf = new Int32Array(k).fill(-1);
+  let cand: number[] = [];
+  for (let c = 0; c < k; c++) {
+    const f = firstOf.get(hashes[c]!);
+    if (f === undefined) firstOf.set(hashes[c]!, c);
+    else { twinOf[c] = f; cand.push(c); }
+  }
+  for (let s = 0, row = 0; s < nStates && cand.length > 0; s++, row += k) {
+    for (let i = 0; i < cand.length; i++) {
+      const c = cand[i]!;
+      if (d.trans[row + c] !== d.trans[row + twinOf[c]!]) { twinOf[c] = -1; cand = cand.filter((x) => x !== c); i--; }
+    }
+  }
   const newOf = new Int32Array(k);
   const keep: number[] = [];
   for (let c = 0; c < k; c++) {
-    const h = hashes[c]!;
-    let same = byHash.get(h);
-    if (!same) byHash.set(h, (same = []));
-    const twin = same.find((kc) => sameColumn(kc, c));
-    if (twin !== undefined) { newOf[c] = newOf[twin]!; continue; }
+    if (twinOf[c]! >= 0) { newOf[c] = newOf[twinOf[c]!]!; continue; }
     newOf[c] = keep.length;
     keep.push(c);
-    same.push(c);
   }
   if (keep.length === d.nClasses) return d;
   const n = keep.length;
