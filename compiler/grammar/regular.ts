@@ -592,7 +592,9 @@ export function mergeClasses(d: GrammarDfa): GrammarDfa {
   // table once per class: 5 ms of a large schema's compile).
   const hashes = new Int32Array(k).fill(0x811c9dc5 | 0);
   for (let s = 0, row = 0; s < nStates; s++, row += k) {
-    for (let c = 0; c < k; c++) hashes[c] = Math.imul(hashes[c]! ^ d.trans[row + c]!, 0x01000193);
+    // (The shift breaks the multiply-xor's linearity: without it, columns as simple as (-1, 3)
+    // and (3, -1) hash alike.)
+    for (let c = 0; c < k; c++) { const h = Math.imul(hashes[c]! ^ d.trans[row + c]!, 0x01000193); hashes[c] = h ^ (h >>> 15); }
   }
   // Each class's candidate twin is the first class with its hash; all candidates are checked in
   // one more pass over the rows (a column compared by striding the whole table once per merged
