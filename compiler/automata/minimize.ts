@@ -164,6 +164,9 @@ export function minimize(m: MinimizeInput): { blockOf: Int32Array; nBlocks: numb
       const t = splitter[k]!;
       let g = inSymStart[t]!;
       const gEnd = inSymStart[t + 1]!;
+      // The group of symbol a (the symbols are ascending): by halves where a state is entered on
+      // many (a string's character state, entered on most byte classes).
+      for (let hi = gEnd; hi - g > 8;) { const mid = (g + hi) >>> 1; if (inSyms[mid]! < a) g = mid + 1; else hi = mid; }
       while (g < gEnd && inSyms[g]! < a) g++;
       if (g === gEnd || inSyms[g] !== a) continue;
       for (let j = inFrom[g]!; j < inFrom[g + 1]!; j++) {

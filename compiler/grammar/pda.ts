@@ -359,12 +359,20 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
           if (fresh) usedBuf[nUsed++] = c;
         }
       }
-      // States are numbered in class order: the (few) used classes sorted by insertion.
-      for (let a = 1; a < nUsed; a++) {
-        const c = usedBuf[a]!;
-        let b = a - 1;
-        for (; b >= 0 && usedBuf[b]! > c; b--) usedBuf[b + 1] = usedBuf[b]!;
-        usedBuf[b + 1] = c;
+      // States are numbered in class order: the used classes sorted, by insertion where they are
+      // few, else by a pass over every class (a string's states read most classes).
+      if (nUsed > 16) {
+        let k = 0;
+        for (let c = 0; c < nClasses; c++) {
+          for (let w = 0; w < W; w++) if (bits[c * W + w] !== 0) { usedBuf[k++] = c; break; }
+        }
+      } else {
+        for (let a = 1; a < nUsed; a++) {
+          const c = usedBuf[a]!;
+          let b = a - 1;
+          for (; b >= 0 && usedBuf[b]! > c; b--) usedBuf[b + 1] = usedBuf[b]!;
+          usedBuf[b + 1] = c;
+        }
       }
       if (groups.length < 2 * nUsed) groups = new Int32Array(4 * nUsed);
       let nGroups = 0; // (groups: per distinct successor, its first class, then its state)
