@@ -317,11 +317,18 @@ export function buildNetwork(cfg: Cfg, called?: ReadonlySet<number>): Network {
     }
     return id;
   };
-  cfg.rules.forEach((r, ri) => {
+  // A byte symbol met before (the lowering shares one object per byte value and per class) has
+  // its set's id without a key written for it.
+  const setOfSym = new Map<object, number>();
+  for (let ri = 0; ri < cfg.rules.length; ri++) {
+    const r = cfg.rules[ri]!;
     let k = sites.start[ri]!;
     const kEnd = sites.start[ri + 1]!;
-    const entries = new Set<number>();
-    r.alts.forEach((alt, a) => {
+    // Distinct entry positions in order (a Set only for a rule of many alternatives).
+    const entries: number[] = [];
+    const entrySet = r.alts.length > 16 ? new Set<number>() : undefined;
+    for (let a = 0; a < r.alts.length; a++) {
+      const alt = r.alts[a]!;
       // This alternative's call sites, one per rule symbol in order: read from the last one back.
       while (k < kEnd && sites.alt[k] === a) k++;
       let j = k - 1;
@@ -331,17 +338,22 @@ export function buildNetwork(cfg: Cfg, called?: ReadonlySet<number>): Network {
         if (s.kind === "rule") p = intern(K_CALL, s.rule, p, sites.cut[j--]!);
         else {
           if (s.ranges.length === 0) { p = -1; break; } // matches nothing: drop the alternative
-          // One range (a literal's byte, most of them): its bounds as a number.
-          const key = s.ranges.length === 1 ? s.ranges[0]![0] * 256 + s.ranges[0]![1] : s.ranges.map(([lo, hi]) => `${lo}-${hi}`).join(",");
-          let id = setIds.get(key);
-          if (id === undefined) { id = net.byteSets.length; setIds.set(key, id); net.byteSets.push(s); }
+          let id = setOfSym.get(s);
+          if (id === undefined) {
+            // One range (a literal's byte, most of them): its bounds as a number.
+            const key = s.ranges.length === 1 ? s.ranges[0]![0] * 256 + s.ranges[0]![1] : s.ranges.map(([lo, hi]) => `${lo}-${hi}`).join(",");
+            id = setIds.get(key);
+            if (id === undefined) { id = net.byteSets.length; setIds.set(key, id); net.byteSets.push(s); }
+            setOfSym.set(s, id);
+          }
           p = intern(K_BYTES, id, p, 0);
         }
       }
-      if (p >= 0) entries.add(p);
-    });
-    net.entries.push([...entries]);
-  });
+      if (p < 0) continue;
+      if (entrySet ? !entrySet.has(p) : !entries.includes(p)) { entries.push(p); entrySet?.add(p); }
+    }
+    net.entries.push(entries);
+  }
   return net;
 }
 
