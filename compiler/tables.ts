@@ -9,6 +9,7 @@
 
 import { TOKEN_BYTES } from "./tokens.js";
 import { SpecLimitError } from "./diagnostics.js";
+import { IdTable } from "./grammar/id-table.js";
 import type { ByteDfa, StateIR } from "./ir.js";
 
 /** Address of the tables in linear memory. */
@@ -152,12 +153,20 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
   const rowStart: number[] = [];
   const rowOf = new Int32Array(nStates);
   {
-    // Rows are compared by a hash of (default, exceptions), then element by element.
-    const seen = new Map<number, number[]>();
+    // Rows are compared by a hash of (default, exceptions), then element by element (id-table.ts:
+    // a Map of bucket arrays keyed by the hash was a fifth of this function).
+    const seen = new IdTable();
+    let qDef = 0, qExc = 0;
     const count = new Int32Array(nStates + 1); // per target (NONE16 counted at nStates)
     const row = new Int32Array(nClasses);
     const exc = new Int32Array(2 * nClasses); // (class, target) pairs of the row
     const trans = dfa.trans;
+    const sameRow = (i: number): boolean => {
+      const o = rowStart[i]!;
+      if (pool[o] !== qDef || pool[o + 1] !== qExc) return false;
+      for (let j = 0; j < 2 * qExc; j++) if (pool[o + 2 + j] !== exc[j]) return false;
+      return true;
+    };
     for (let s = 0; s < nStates; s++) {
       // The most frequent target is the default (ties: the smaller target, NONE16 largest), kept
       // as the counts grow: the target that first reaches the largest count, or a smaller one
@@ -178,21 +187,11 @@ export function serializeTables(dfa: ByteDfa, states: StateIR[]): Uint8Array {
         if (t !== def) { exc[2 * nExc] = c; exc[2 * nExc + 1] = t; nExc++; h = Math.imul(h ^ c, 0x9e3779b1) ^ t; }
       }
       h = Math.imul(h ^ nExc, 0x85ebca6b);
-      const bucket = seen.get(h);
-      let idx = -1;
-      if (bucket) {
-        for (const i of bucket) {
-          const o = rowStart[i]!;
-          if (pool[o] !== def || pool[o + 1] !== nExc) continue;
-          let same = true;
-          for (let j = 0; j < 2 * nExc && same; j++) same = pool[o + 2 + j] === exc[j];
-          if (same) { idx = i; break; }
-        }
-      }
+      qDef = def; qExc = nExc;
+      let idx = seen.find(h, sameRow);
       if (idx < 0) {
         idx = rowStart.length;
-        if (bucket) bucket.push(idx);
-        else seen.set(h, [idx]);
+        seen.add(h, idx);
         if (used + 2 + 2 * nExc > pool.length) {
           const grown = new Uint16Array(Math.max(2 * pool.length, used + 2 + 2 * nExc));
           grown.set(pool);
