@@ -263,9 +263,10 @@ export function grammarToPda(cfg: Cfg, opts: { maxStates?: number; name?: string
     }
     if (item >= 0) itemState[item] = id;
     else {
-      // (The closures above may have grown the table: the seed list's slot is looked up again.)
-      qSeeds = seeds;
-      if (seedIds.find(sh, sameSeeds) < 0) { seedIds.add(sh, seedLists.length); seedLists.push(seeds.slice()); seedStates.push(id); }
+      // (Right after this table's unsuccessful find above: nothing between adds to it.)
+      seedIds.add(sh, seedLists.length);
+      seedLists.push(seeds.slice());
+      seedStates.push(id);
     }
     return id;
   };
