@@ -3,9 +3,9 @@
  * probing, at most half full) on typed arrays, the caller confirming each candidate. The grammar
  * compilation interns by the hundred thousand — network positions (regular.ts buildNetwork),
  * subset states, items and seed lists (pda.ts grammarToPda), table rows (../tables.ts) — and a
- * Map there was most of those functions' time or
- * garbage: keys packed into one number pass 2^31 and are hashed as boxed doubles, and a Map of
- * bucket arrays leaves an array per entry for the collector to copy.
+ * Map there was most of those functions' time or garbage: keys packed into one number pass 2^31
+ * and are hashed as boxed doubles, and a Map of bucket arrays leaves an array per entry for the
+ * collector to copy.
  */
 export class IdTable {
   private ids = new Int32Array(1024).fill(-1);
