@@ -405,18 +405,12 @@ export function itemClosure(
   budget?: ClosureBudget,
 ): { kernel: number[]; accept: boolean } {
   const P = net.kind.length;
-  // Most closures are a few items: the items seen are a scratch list searched in order, and a Set
-  // only past SMALL_CLOSURE of them (a Set and a work array per closure were most of what the
-  // subset constructions allocated). A nested call (none today) gets lists of its own.
-  const own = closureBusy;
-  closureBusy = true;
-  const seenList = own ? [] : scratchSeen;
-  const work = own ? [] : scratchWork;
-  seenList.length = 0;
-  work.length = 0;
+  // Most closures are a few items: the items seen are a list searched in order, and a Set only
+  // past SMALL_CLOSURE of them (a Set per closure was most of what the subset constructions
+  // allocated).
+  const seenList = [seed];
+  const work = [seed];
   let seen: Set<number> | undefined;
-  seenList.push(seed);
-  work.push(seed);
   const kernel: number[] = [];
   let accept = false;
   const add = (x: number) => {
@@ -428,30 +422,23 @@ export function itemClosure(
     }
     work.push(x);
   };
-  try {
-    while (work.length) {
-      if (budget && --budget.left < 0) {
-        throw new GrammarLimitError("maxClosureWork", MAX_CLOSURE_WORK + 1, MAX_CLOSURE_WORK, budget.maxDepth, budget.name);
-      }
-      const it = work.pop()!;
-      const pos = it % P;
-      const st = (it - pos) / P;
-      const kind = net.kind[pos]!;
-      if (kind === K_BYTES) kernel.push(it);
-      else if (kind === K_END) {
-        if (st === 0) accept = true;
-        else add(stParent[st]! * P + stPos[st]!);
-      } else onCall(st, pos, add);
+  while (work.length) {
+    if (budget && --budget.left < 0) {
+      throw new GrammarLimitError("maxClosureWork", MAX_CLOSURE_WORK + 1, MAX_CLOSURE_WORK, budget.maxDepth, budget.name);
     }
-  } finally {
-    if (!own) closureBusy = false;
+    const it = work.pop()!;
+    const pos = it % P;
+    const st = (it - pos) / P;
+    const kind = net.kind[pos]!;
+    if (kind === K_BYTES) kernel.push(it);
+    else if (kind === K_END) {
+      if (st === 0) accept = true;
+      else add(stParent[st]! * P + stPos[st]!);
+    } else onCall(st, pos, add);
   }
   return { kernel: sortNumbers(kernel), accept };
 }
 const SMALL_CLOSURE = 32;
-const scratchSeen: number[] = [];
-const scratchWork: number[] = [];
-let closureBusy = false;
 
 // ───────────────────────────── subset construction ─────────────────────────────
 
